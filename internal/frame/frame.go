@@ -1,0 +1,220 @@
+// Package frame encodes and decodes the frames that carry a
+// transport.Message over a byte stream. The tcp and mux transports share it,
+// and WIRE.md is its specification: a 10-byte prefix (version, flags, header
+// block length, body length, big-endian), the header block (uvarint-length
+// prefixed keys and values), then the body.
+package frame
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/zerodial/transport"
+)
+
+const (
+	// Version is the only frame version this package reads and writes.
+	Version = 1
+	// PrefixLen is the size of the fixed frame prefix.
+	PrefixLen = 10
+	// maxHeaderEntries bounds the entries in one header block, so that a
+	// hostile block of empty keys cannot make a map of millions of entries.
+	maxHeaderEntries = 1024
+)
+
+// HeaderLen returns the encoded size of h's header block.
+func HeaderLen(h map[string]string) int {
+	n := 0
+	for k, v := range h {
+		n += uvarintLen(len(k)) + len(k) + uvarintLen(len(v)) + len(v)
+	}
+	return n
+}
+
+// Size returns the size of m as the frame limit counts it: the header block
+// plus the body, without the fixed prefix.
+func Size(m *transport.Message) int {
+	return HeaderLen(m.Header) + len(m.Body)
+}
+
+// Check returns ErrFrameTooLarge, wrapped with the sizes, when m exceeds max.
+// It returns the header block length for use by the caller.
+func Check(m *transport.Message, max int) (int, error) {
+	if len(m.Header) > maxHeaderEntries {
+		return 0, fmt.Errorf("%w: %d header entries, limit %d", transport.ErrFrameTooLarge, len(m.Header), maxHeaderEntries)
+	}
+	hl := HeaderLen(m.Header)
+	if size := hl + len(m.Body); size > max {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", transport.ErrFrameTooLarge, size, max)
+	}
+	return hl, nil
+}
+
+func uvarintLen(x int) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+// Reader reads frames from a buffered stream. It is not safe for concurrent
+// use; the caller serialises Read calls.
+type Reader struct {
+	r       *bufio.Reader
+	max     int
+	scratch []byte
+	interns interner
+}
+
+// NewReader returns a Reader of r that refuses frames larger than max.
+func NewReader(r *bufio.Reader, max int) *Reader {
+	return &Reader{r: r, max: max}
+}
+
+// ErrMidFrame wraps an error that happened after part of a frame was read:
+// the stream is out of step and must be closed.
+type ErrMidFrame struct{ Err error }
+
+func (e *ErrMidFrame) Error() string { return e.Err.Error() }
+func (e *ErrMidFrame) Unwrap() error { return e.Err }
+
+// chunk is how much body is allocated ahead of the bytes that arrive, so that
+// a peer announcing a large frame and sending nothing costs little.
+const chunk = 64 << 10
+
+// Read reads one frame into m. It waits for the first byte without consuming
+// anything, so an error returned before the frame starts (a deadline, EOF)
+// leaves the stream usable; an error after that is wrapped in *ErrMidFrame.
+func (fr *Reader) Read(m *transport.Message) error {
+	if _, err := fr.r.Peek(1); err != nil {
+		return err
+	}
+	var p [PrefixLen]byte
+	if _, err := io.ReadFull(fr.r, p[:]); err != nil {
+		return &ErrMidFrame{unexpected(err)}
+	}
+	if p[0] != Version {
+		return &ErrMidFrame{fmt.Errorf("%w: frame version %d, want %d", transport.ErrProtocol, p[0], Version)}
+	}
+	if p[1] != 0 {
+		return &ErrMidFrame{fmt.Errorf("%w: unknown frame flags %#x", transport.ErrProtocol, p[1])}
+	}
+	hl := uint64(binary.BigEndian.Uint32(p[2:6]))
+	bl := uint64(binary.BigEndian.Uint32(p[6:10]))
+	if hl+bl > uint64(fr.max) {
+		return &ErrMidFrame{fmt.Errorf("%w: peer announced %d bytes, limit %d", transport.ErrFrameTooLarge, hl+bl, fr.max)}
+	}
+	if err := fr.readHeader(m, int(hl)); err != nil {
+		return &ErrMidFrame{err}
+	}
+	if err := fr.readBody(m, int(bl)); err != nil {
+		return &ErrMidFrame{err}
+	}
+	return nil
+}
+
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (fr *Reader) readHeader(m *transport.Message, hl int) error {
+	if m.Header == nil {
+		if hl == 0 {
+			return nil
+		}
+		m.Header = make(map[string]string, 4)
+	} else {
+		clear(m.Header)
+	}
+	if hl == 0 {
+		return nil
+	}
+	if cap(fr.scratch) < hl {
+		// Bounded by max, checked by the caller; grown as the block arrives
+		// for the same reason the body is.
+		fr.scratch = make([]byte, 0, min(hl, chunk))
+	}
+	buf, err := readGrowing(fr.r, fr.scratch[:0], hl)
+	fr.scratch = buf[:0]
+	if err != nil {
+		return err
+	}
+	return fr.parseHeader(m.Header, buf)
+}
+
+func (fr *Reader) parseHeader(h map[string]string, b []byte) error {
+	for len(b) > 0 {
+		k, rest, err := field(b)
+		if err != nil {
+			return err
+		}
+		v, rest, err := field(rest)
+		if err != nil {
+			return err
+		}
+		b = rest
+		if len(h) >= maxHeaderEntries {
+			return fmt.Errorf("%w: more than %d header entries", transport.ErrProtocol, maxHeaderEntries)
+		}
+		if _, dup := h[string(k)]; dup {
+			return fmt.Errorf("%w: duplicate header key %q", transport.ErrProtocol, k)
+		}
+		ks, vs := fr.interns.field(k, v)
+		h[ks] = vs
+	}
+	return nil
+}
+
+func field(b []byte) (f, rest []byte, err error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return nil, nil, fmt.Errorf("%w: bad header field length", transport.ErrProtocol)
+	}
+	return b[w : w+int(n)], b[w+int(n):], nil
+}
+
+func (fr *Reader) readBody(m *transport.Message, bl int) error {
+	if bl == 0 {
+		m.Body = m.Body[:0]
+		return nil
+	}
+	buf, err := readGrowing(fr.r, m.Body[:0], bl)
+	m.Body = buf
+	return err
+}
+
+// readGrowing appends exactly n bytes from r to buf, growing buf at most one
+// chunk ahead of what has arrived.
+func readGrowing(r io.Reader, buf []byte, n int) ([]byte, error) {
+	if cap(buf) >= n {
+		buf = buf[:n]
+		_, err := io.ReadFull(r, buf)
+		return buf, unexpected(err)
+	}
+	for len(buf) < n {
+		step := min(n-len(buf), chunk)
+		if cap(buf)-len(buf) < step {
+			buf = append(buf[:cap(buf)], make([]byte, step)...)[:len(buf)]
+		}
+		got, err := io.ReadFull(r, buf[len(buf):len(buf)+step])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			return buf, unexpected(err)
+		}
+	}
+	return buf, nil
+}
+
+// IsMidFrame reports whether err left the stream out of step.
+func IsMidFrame(err error) bool {
+	var mf *ErrMidFrame
+	return errors.As(err, &mf)
+}

@@ -1,0 +1,180 @@
+package frame
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/zerodial/transport"
+)
+
+// readBufferSize is the read buffer of one socket. Small messages are read
+// in one system call; bodies larger than it are read straight into the
+// Message.
+const readBufferSize = 16 << 10
+
+// copyLimit is the largest body copied into the write buffer. A larger one is
+// written from the caller's slice (with writev on a TCP connection), which
+// costs a second buffer but no copy.
+const copyLimit = 32 << 10
+
+// Socket is a transport.Socket of frames over a net.Conn: a TCP or TLS
+// connection, or a yamux stream.
+type Socket struct {
+	conn   net.Conn
+	max    int
+	closed atomic.Bool
+	once   sync.Once
+
+	rmu sync.Mutex
+	r   *Reader
+
+	wmu  sync.Mutex
+	wbuf []byte
+	// rawTCP is set when a write that wrote nothing can fail without
+	// spoiling the stream; over TLS or yamux a failed write always closes.
+	rawTCP bool
+}
+
+// NewSocket returns a Socket of frames over c, refusing frames larger than
+// max bytes in either direction.
+func NewSocket(c net.Conn, max int) *Socket {
+	_, raw := c.(*net.TCPConn)
+	return &Socket{
+		conn:   c,
+		max:    max,
+		r:      NewReader(bufio.NewReaderSize(c, readBufferSize), max),
+		rawTCP: raw,
+	}
+}
+
+// Conn returns the connection under the socket.
+func (s *Socket) Conn() net.Conn { return s.conn }
+
+// Send writes m as one frame.
+func (s *Socket) Send(m *transport.Message) error {
+	if s.closed.Load() {
+		return transport.ErrClosed
+	}
+	hl, err := Check(m, s.max)
+	if err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	buf := s.appendHead(s.wbuf[:0], m, hl)
+	var n int64
+	if len(m.Body) <= copyLimit {
+		buf = append(buf, m.Body...)
+		var w int
+		w, err = s.conn.Write(buf)
+		n = int64(w)
+	} else {
+		bufs := net.Buffers{buf, m.Body}
+		n, err = bufs.WriteTo(s.conn)
+	}
+	if cap(buf) <= 2*copyLimit {
+		s.wbuf = buf[:0]
+	}
+	if err == nil {
+		return nil
+	}
+	mapped := s.mapErr("send", err)
+	if n > 0 || !s.rawTCP || !isTimeout(err) {
+		s.Close()
+	}
+	return mapped
+}
+
+func (s *Socket) appendHead(b []byte, m *transport.Message, hl int) []byte {
+	b = append(b, Version, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(hl))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Body)))
+	for k, v := range m.Header {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	return b
+}
+
+// Recv reads the next frame into m.
+func (s *Socket) Recv(m *transport.Message) error {
+	if s.closed.Load() {
+		return transport.ErrClosed
+	}
+	s.rmu.Lock()
+	err := s.r.Read(m)
+	s.rmu.Unlock()
+	if err == nil {
+		return nil
+	}
+	if err == io.EOF && !s.closed.Load() {
+		return io.EOF
+	}
+	mapped := s.mapErr("recv", err)
+	if IsMidFrame(err) {
+		s.Close()
+	}
+	return mapped
+}
+
+// mapErr turns an error of the connection into the transport's errors.
+func (s *Socket) mapErr(op string, err error) error {
+	switch {
+	case errors.Is(err, transport.ErrFrameTooLarge), errors.Is(err, transport.ErrProtocol):
+		return err
+	case s.closed.Load() || errors.Is(err, net.ErrClosed):
+		return transport.ErrClosed
+	case isTimeout(err):
+		if IsMidFrame(err) {
+			return fmt.Errorf("%w: deadline passed part way through a frame; socket closed", transport.ErrTimeout)
+		}
+		return transport.ErrTimeout
+	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("%s: %w: %w", op, io.ErrClosedPipe, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Close closes the connection; blocked Send and Recv calls return.
+func (s *Socket) Close() error {
+	var err error
+	s.once.Do(func() {
+		s.closed.Store(true)
+		err = s.conn.Close()
+	})
+	return err
+}
+
+// LocalAddr returns the connection's local address.
+func (s *Socket) LocalAddr() net.Addr { return s.conn.LocalAddr() }
+
+// RemoteAddr returns the connection's remote address.
+func (s *Socket) RemoteAddr() net.Addr { return s.conn.RemoteAddr() }
+
+// SetDeadline sets the connection's read and write deadlines.
+func (s *Socket) SetDeadline(t time.Time) error { return s.conn.SetDeadline(t) }
+
+// SetReadDeadline sets the connection's read deadline.
+func (s *Socket) SetReadDeadline(t time.Time) error { return s.conn.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the connection's write deadline.
+func (s *Socket) SetWriteDeadline(t time.Time) error { return s.conn.SetWriteDeadline(t) }

@@ -1,0 +1,163 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/zerodial/transport"
+)
+
+// Addr is a memory transport address.
+type Addr string
+
+// Network returns "memory".
+func (Addr) Network() string { return "memory" }
+
+// String returns the address itself.
+func (a Addr) String() string { return string(a) }
+
+// backlog is how many dialled sockets wait for Accept before Dial blocks, the
+// analogue of a TCP listen backlog.
+const backlog = 128
+
+// Transport is an in-memory transport.Transport. The zero value is not
+// usable; call New.
+type Transport struct {
+	opts transport.Options
+
+	mu        sync.Mutex
+	listeners map[Addr]*listener
+	nextID    uint64
+}
+
+var _ transport.Transport = (*Transport)(nil)
+var _ transport.FrameLimiter = (*Transport)(nil)
+
+// New returns a Transport with its own, empty address space. It understands
+// transport.WithMaxFrameSize; TLS has no meaning without a wire and is
+// ignored.
+func New(opts ...transport.Option) *Transport {
+	return &Transport{opts: transport.Apply(opts...), listeners: make(map[Addr]*listener)}
+}
+
+// String returns "memory".
+func (t *Transport) String() string { return "memory" }
+
+// MaxFrameSize returns the largest message this transport carries.
+func (t *Transport) MaxFrameSize() int { return t.opts.MaxFrameSize }
+
+func (t *Transport) id() uint64 {
+	t.nextID++
+	return t.nextID
+}
+
+// Listen binds addr in this Transport's address space. An empty address or
+// ":0" picks a fresh one ("mem:N"). Listening on an address in use fails
+// with an error matching syscall.EADDRINUSE.
+func (t *Transport) Listen(addr string) (transport.Listener, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := Addr(addr)
+	if addr == "" || addr == ":0" {
+		a = Addr("mem:" + strconv.FormatUint(t.id(), 10))
+		for t.listeners[a] != nil { // someone chose that name by hand
+			a = Addr("mem:" + strconv.FormatUint(t.id(), 10))
+		}
+	}
+	if t.listeners[a] != nil {
+		return nil, fmt.Errorf("memory: listen %s: %w", a, syscall.EADDRINUSE)
+	}
+	l := &listener{t: t, addr: a, backlog: make(chan *socket, backlog), done: make(chan struct{})}
+	t.listeners[a] = l
+	return l, nil
+}
+
+// Dial connects to the listener at addr. It fails at once with an error
+// matching transport.ErrConnectionRefused when nobody listens there, and
+// waits for room in the listener's backlog no longer than ctx allows.
+func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	l := t.listeners[Addr(addr)]
+	var id uint64
+	if l != nil {
+		id = t.id()
+	}
+	t.mu.Unlock()
+	if l == nil {
+		return nil, refused(addr)
+	}
+	client, server := pair(Addr("mem-client:"+strconv.FormatUint(id, 10)), l.addr, t.opts.MaxFrameSize)
+	select {
+	case l.backlog <- server:
+	case <-l.done:
+		return nil, refused(addr)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// A Close racing with the send above may have drained the backlog
+	// already; then nobody will ever accept server.
+	select {
+	case <-l.done:
+		client.Close()
+		return nil, refused(addr)
+	default:
+	}
+	return client, nil
+}
+
+func refused(addr string) error {
+	return fmt.Errorf("memory: dial %s: %w", addr, transport.ErrConnectionRefused)
+}
+
+type listener struct {
+	t         *Transport
+	addr      Addr
+	backlog   chan *socket
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *listener) Accept() (transport.Socket, error) {
+	select {
+	case <-l.done:
+		return nil, transport.ErrClosed
+	default:
+	}
+	select {
+	case s := <-l.backlog:
+		return s, nil
+	case <-l.done:
+		return nil, transport.ErrClosed
+	}
+}
+
+// Close frees the address at once and closes the sockets still waiting in
+// the backlog, so their dialers see the connection end.
+func (l *listener) Close() error {
+	l.closeOnce.Do(func() {
+		l.t.mu.Lock()
+		if l.t.listeners[l.addr] == l {
+			delete(l.t.listeners, l.addr)
+		}
+		l.t.mu.Unlock()
+		close(l.done)
+		for {
+			select {
+			case s := <-l.backlog:
+				s.Close()
+			default:
+				return
+			}
+		}
+	})
+	return nil
+}
+
+func (l *listener) Addr() net.Addr { return l.addr }

@@ -1,0 +1,161 @@
+package memory
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/frame"
+)
+
+// queueLen is how many messages a socket holds for a reader that is not
+// reading, the analogue of a network socket's buffers: a sender blocks only
+// once that many are waiting.
+const queueLen = 64
+
+// message is a copy of a transport.Message in flight. Messages are pooled:
+// Recv hands the copy's header and body to the receiver and keeps the
+// receiver's old ones for the next Send, so steady state allocates nothing.
+type message struct {
+	header map[string]string
+	body   []byte
+}
+
+var messages = sync.Pool{New: func() any { return new(message) }}
+
+// socket is one end of an in-memory connection.
+type socket struct {
+	local, remote Addr
+	max           int
+	in            chan *message // what the peer sent to this end
+	peer          *socket
+	done          chan struct{} // closed by Close
+	closed        atomic.Bool
+	closeOnce     sync.Once
+	rd, wd        deadline
+}
+
+// pair makes the two connected ends of a new connection.
+func pair(a, b Addr, max int) (*socket, *socket) {
+	x := &socket{local: a, remote: b, max: max, in: make(chan *message, queueLen), done: make(chan struct{}), rd: newDeadline(), wd: newDeadline()}
+	y := &socket{local: b, remote: a, max: max, in: make(chan *message, queueLen), done: make(chan struct{}), rd: newDeadline(), wd: newDeadline()}
+	x.peer, y.peer = y, x
+	return x, y
+}
+
+var errPeerClosed = fmt.Errorf("memory: send: %w", io.ErrClosedPipe)
+
+func (s *socket) Send(m *transport.Message) error {
+	if s.closed.Load() {
+		return transport.ErrClosed
+	}
+	if s.peer.closed.Load() {
+		return errPeerClosed
+	}
+	if s.wd.expired.Load() {
+		return transport.ErrTimeout
+	}
+	if _, err := frame.Check(m, s.max); err != nil {
+		return err
+	}
+	c := messages.Get().(*message)
+	if c.header == nil && len(m.Header) > 0 {
+		c.header = make(map[string]string, len(m.Header))
+	}
+	clear(c.header)
+	for k, v := range m.Header {
+		c.header[k] = v // strings are immutable: sharing them is a copy
+	}
+	c.body = append(c.body[:0], m.Body...)
+
+	select {
+	case s.peer.in <- c:
+		return nil
+	default:
+	}
+	select {
+	case s.peer.in <- c:
+		return nil
+	case <-s.done:
+		messages.Put(c)
+		return transport.ErrClosed
+	case <-s.peer.done:
+		messages.Put(c)
+		return errPeerClosed
+	case <-s.wd.wait():
+		messages.Put(c)
+		return transport.ErrTimeout
+	}
+}
+
+func (s *socket) Recv(m *transport.Message) error {
+	if s.closed.Load() {
+		return transport.ErrClosed
+	}
+	if s.rd.expired.Load() {
+		return transport.ErrTimeout
+	}
+	select {
+	case c := <-s.in:
+		deliver(c, m)
+		return nil
+	default:
+	}
+	select {
+	case c := <-s.in:
+		deliver(c, m)
+		return nil
+	case <-s.done:
+		return transport.ErrClosed
+	case <-s.peer.done:
+		// Everything the peer sent before closing is still to be read.
+		select {
+		case c := <-s.in:
+			deliver(c, m)
+			return nil
+		default:
+			return io.EOF
+		}
+	case <-s.rd.wait():
+		return transport.ErrTimeout
+	}
+}
+
+// deliver gives c's header and body to m and keeps m's old storage in c,
+// which goes back to the pool.
+func deliver(c *message, m *transport.Message) {
+	m.Header, c.header = c.header, m.Header
+	m.Body, c.body = c.body, m.Body[:0]
+	messages.Put(c)
+}
+
+func (s *socket) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		close(s.done)
+	})
+	return nil
+}
+
+func (s *socket) LocalAddr() net.Addr  { return s.local }
+func (s *socket) RemoteAddr() net.Addr { return s.remote }
+
+func (s *socket) SetDeadline(t time.Time) error {
+	s.rd.set(t)
+	s.wd.set(t)
+	return nil
+}
+
+func (s *socket) SetReadDeadline(t time.Time) error {
+	s.rd.set(t)
+	return nil
+}
+
+func (s *socket) SetWriteDeadline(t time.Time) error {
+	s.wd.set(t)
+	return nil
+}

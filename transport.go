@@ -1,0 +1,110 @@
+// Package transport defines how zerodial moves messages: the Message, the
+// Socket that carries them, the Listener that accepts Sockets and the
+// Transport that makes both. It holds interfaces, options and errors only;
+// the implementations live in the memory, tcp and mux packages, and the
+// transporttest package checks that an implementation keeps the contract
+// written here.
+//
+// Every transport gives the same observable behaviour — the same errors,
+// the same ownership rules, the same limits — so code written against these
+// interfaces does not change when the transport does.
+package transport
+
+import (
+	"context"
+	"net"
+	"time"
+)
+
+// Message is the unit a Socket carries: a small set of string headers and an
+// opaque body.
+//
+// Ownership: Send does not keep m. When Send returns, the transport has copied
+// or written everything it needs, and the caller may reuse or change m.Header
+// and m.Body at once.
+//
+// Recv fills the Message it is given and may reuse its storage: it clears and
+// refills m.Header if that map is not nil, and it may write the body into the
+// array behind m.Body or replace m.Body with a buffer of its own. After Recv
+// returns, m.Header and m.Body belong to the caller alone — no other Socket or
+// goroutine refers to them — until the caller passes m to Recv again. A caller
+// that keeps the body (or the header map) past that point must copy it, or set
+// the field to nil before the next Recv.
+type Message struct {
+	// Header holds the message's metadata. Keys and values are arbitrary
+	// UTF-8 or binary strings; a nil map and an empty map are the same.
+	Header map[string]string
+	// Body is the payload. A nil body and an empty body are the same.
+	Body []byte
+}
+
+// Socket is one bidirectional, message-oriented connection.
+//
+// Send and Recv may be called from many goroutines at once: each message is
+// sent or received whole, and messages never interleave. Messages sent from
+// one goroutine arrive in the order they were sent.
+//
+// Errors: after the local Close, Send and Recv return an error matching
+// ErrClosed. When the peer has closed, Recv returns io.EOF once every message
+// it sent has been received, and Send fails (on a network, possibly only after
+// a few messages have been buffered). When a deadline passes, Send and Recv
+// return an error matching ErrTimeout (a net.Error whose Timeout method
+// reports true); a Recv that timed out before any part of a message arrived
+// leaves the Socket usable once the deadline is moved or cleared. A message
+// larger than the transport's limit fails with ErrFrameTooLarge. Any error
+// that leaves the stream in an unknown state (a write timing out half way, a
+// malformed frame) also closes the Socket.
+type Socket interface {
+	// Send transmits m. See Message for who owns m afterwards.
+	Send(m *Message) error
+	// Recv receives the next message into m. See Message for ownership.
+	Recv(m *Message) error
+	// Close closes the socket. Blocked Send and Recv calls on both ends
+	// return. Close is idempotent.
+	Close() error
+	// LocalAddr returns the local end's address.
+	LocalAddr() net.Addr
+	// RemoteAddr returns the remote end's address.
+	RemoteAddr() net.Addr
+	// SetDeadline sets both the read and the write deadline, as
+	// net.Conn.SetDeadline does. The zero time means no deadline.
+	SetDeadline(t time.Time) error
+	// SetReadDeadline sets the deadline for Recv calls, pending or future.
+	SetReadDeadline(t time.Time) error
+	// SetWriteDeadline sets the deadline for Send calls, pending or future.
+	SetWriteDeadline(t time.Time) error
+}
+
+// Listener yields the Sockets that peers dial.
+type Listener interface {
+	// Accept waits for and returns the next Socket. After Close it returns an
+	// error matching ErrClosed.
+	Accept() (Socket, error)
+	// Close stops listening at once: the address is free again as soon as
+	// Close returns, pending Accept calls return, and sockets dialled but not
+	// yet accepted are closed. Sockets already accepted stay open.
+	Close() error
+	// Addr returns the address the listener is bound to, in the form Dial
+	// accepts.
+	Addr() net.Addr
+}
+
+// Transport makes Sockets by dialling and Listeners by listening.
+type Transport interface {
+	// Dial connects to addr. It returns when the connection is ready, when it
+	// fails (an error matching ErrConnectionRefused when nobody listens on
+	// addr), or when ctx is done (an error matching ctx.Err()).
+	Dial(ctx context.Context, addr string) (Socket, error)
+	// Listen binds addr. An empty address, or a port of 0, picks a free one;
+	// Listener.Addr reports what was picked.
+	Listen(addr string) (Listener, error)
+	// String names the transport ("memory", "tcp", "mux").
+	String() string
+}
+
+// FrameLimiter is implemented by transports that bound the size of one
+// message. A Message whose encoded size (see WIRE.md: the header block plus
+// the body) exceeds the limit fails with ErrFrameTooLarge.
+type FrameLimiter interface {
+	MaxFrameSize() int
+}

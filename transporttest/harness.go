@@ -1,0 +1,166 @@
+package transporttest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/zerodial/transport"
+)
+
+// MakeTransport returns a fresh Transport for one case and the address to
+// listen on ("" or "127.0.0.1:0", say). Anything it starts must stop by the
+// end of the case, through t.Cleanup.
+type MakeTransport func(t *testing.T) (tr transport.Transport, listenAddr string)
+
+// Run runs every case of the suite against the transports mk makes.
+func Run(t *testing.T, mk MakeTransport) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// Registered first, so it runs after every other cleanup.
+			opt := goleak.IgnoreCurrent()
+			t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+			tr, addr := mk(t)
+			c.fn(t, &env{t: t, tr: tr, addr: addr})
+		})
+	}
+}
+
+// waitShort bounds how long anything that must be prompt may take.
+const waitShort = time.Second
+
+type testCase struct {
+	name string
+	fn   func(t *testing.T, e *env)
+}
+
+var cases = []testCase{
+	{"Echo", testEcho},
+	{"SendCopies", testSendCopies},
+	{"RecvReusesMessage", testRecvReusesMessage},
+	{"Addrs", testAddrs},
+	{"ManySockets", testManySockets},
+	{"ConcurrentSenders", testConcurrentSenders},
+	{"CloseUnblocksRecv", testCloseUnblocksRecv},
+	{"CloseUnblocksSend", testCloseUnblocksSend},
+	{"PeerCloseDrains", testPeerCloseDrains},
+	{"ReadDeadline", testReadDeadline},
+	{"WriteDeadlinePast", testWriteDeadlinePast},
+	{"ListenerClose", testListenerClose},
+	{"ListenAddrInUse", testListenAddrInUse},
+	{"DialRefused", testDialRefused},
+	{"DialNoAccept", testDialNoAccept},
+	{"DialCanceled", testDialCanceled},
+	{"FrameTooLarge", testFrameTooLarge},
+}
+
+type env struct {
+	t    *testing.T
+	tr   transport.Transport
+	addr string
+}
+
+// listen starts a listener that is closed when the case ends.
+func (e *env) listen() transport.Listener {
+	l, err := e.tr.Listen(e.addr)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// dial connects to l and returns both ends; both are closed when the case
+// ends.
+func (e *env) dial(l transport.Listener) (client, server transport.Socket) {
+	type accepted struct {
+		s   transport.Socket
+		err error
+	}
+	ch := make(chan accepted, 1)
+	go func() {
+		s, err := l.Accept()
+		ch <- accepted{s, err}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := e.tr.Dial(ctx, l.Addr().String())
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { c.Close() })
+	a := <-ch
+	require.NoError(e.t, a.err)
+	e.t.Cleanup(func() { a.s.Close() })
+	return c, a.s
+}
+
+// echo serves l: every accepted socket sends back what it receives. It stops
+// when the case ends.
+func (e *env) echo(l transport.Listener) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var socks []transport.Socket
+	wg.Go(func() {
+		for {
+			s, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			socks = append(socks, s)
+			mu.Unlock()
+			wg.Go(func() {
+				var m transport.Message
+				for s.Recv(&m) == nil {
+					if s.Send(&m) != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	e.t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, s := range socks {
+			s.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+}
+
+// dialTo dials addr with a bounded context; the socket is closed when the
+// case ends.
+func (e *env) dialTo(addr string) transport.Socket {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := e.tr.Dial(ctx, addr)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// within runs fn in a goroutine and fails the case if it has not returned
+// after d.
+func within(t *testing.T, d time.Duration, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %v", what, d)
+	}
+}
+
+func maxFrame(tr transport.Transport) (int, bool) {
+	if fl, ok := tr.(transport.FrameLimiter); ok {
+		return fl.MaxFrameSize(), true
+	}
+	return 0, false
+}
