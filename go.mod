@@ -3,10 +3,13 @@ module github.com/zerodial/transport
 go 1.26
 
 require (
-	github.com/hashicorp/yamux v0.1.2 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
-	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/hashicorp/yamux v0.1.2
+	github.com/stretchr/testify v1.12.1
+	github.com/vmihailenco/msgpack/v5 v5.4.1
+	go.uber.org/goleak v1.3.0
+)
+
+require (
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )

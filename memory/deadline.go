@@ -15,6 +15,9 @@ type deadline struct {
 	timer   *time.Timer
 	ch      chan struct{}
 	expired atomic.Bool
+	// onExpire, if set, runs each time the deadline passes, after ch is
+	// closed; it must not block.
+	onExpire func()
 }
 
 func newDeadline() deadline {
@@ -40,11 +43,19 @@ func (d *deadline) set(t time.Time) {
 		d.timer = time.AfterFunc(dur, func() {
 			d.expired.Store(true)
 			close(ch)
+			d.expire()
 		})
 		return
 	}
 	d.expired.Store(true)
 	close(d.ch)
+	d.expire()
+}
+
+func (d *deadline) expire() {
+	if d.onExpire != nil {
+		d.onExpire()
+	}
 }
 
 // wait returns a channel that is closed when the deadline passes.

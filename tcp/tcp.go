@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/frame"
@@ -102,11 +103,29 @@ func (l *listener) Accept() (transport.Socket, error) {
 	}
 	tuneConn(c)
 	if l.opts.TLSConfig != nil {
-		// The handshake runs on the first read or write, so a slow client
-		// never holds up Accept for the others.
-		c = tls.Server(c, l.opts.TLSConfig)
+		c = ServerTLS(c, l.opts.TLSConfig)
 	}
 	return newSocket(c, l.opts.MaxFrameSize), nil
+}
+
+// HandshakeTimeout bounds the server side of a TLS handshake.
+const HandshakeTimeout = 10 * time.Second
+
+// ServerTLS wraps an accepted connection in TLS and starts the handshake at
+// once, in the background: a slow client never holds up Accept for the
+// others, and a dialer's handshake completes even before the server first
+// reads. A handshake that fails or takes longer than HandshakeTimeout closes
+// the connection. The mux transport uses it too.
+func ServerTLS(c net.Conn, cfg *tls.Config) net.Conn {
+	tc := tls.Server(c, cfg)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), HandshakeTimeout)
+		defer cancel()
+		if tc.HandshakeContext(ctx) != nil {
+			tc.Close()
+		}
+	}()
+	return tc
 }
 
 func (l *listener) Close() error   { return l.nl.Close() }

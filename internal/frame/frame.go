@@ -68,6 +68,7 @@ type Reader struct {
 	r       *bufio.Reader
 	max     int
 	scratch []byte
+	prefix  [PrefixLen]byte
 	interns interner
 }
 
@@ -94,8 +95,8 @@ func (fr *Reader) Read(m *transport.Message) error {
 	if _, err := fr.r.Peek(1); err != nil {
 		return err
 	}
-	var p [PrefixLen]byte
-	if _, err := io.ReadFull(fr.r, p[:]); err != nil {
+	p := fr.prefix[:] // a field, not a local: a local would escape to the heap
+	if _, err := io.ReadFull(fr.r, p); err != nil {
 		return &ErrMidFrame{unexpected(err)}
 	}
 	if p[0] != Version {

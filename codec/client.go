@@ -1,0 +1,86 @@
+package codec
+
+import (
+	"net/rpc"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/zerodial/transport"
+)
+
+// NewClientCodec returns an rpc.ClientCodec that sends each request as one
+// Message on sock and reads each response from one, so that
+//
+//	client := rpc.NewClientWithCodec(codec.NewClientCodec(sock))
+//
+// calls a server over any transport. The codec owns sock: closing the
+// client closes it. Bodies use Default unless WithCodec says otherwise.
+func NewClientCodec(sock transport.Socket, opts ...Option) rpc.ClientCodec {
+	o := applyOptions(opts)
+	return &clientCodec{
+		sock:  sock,
+		codec: o.codec,
+		body:  newBodyWriter(o.codec),
+		req:   transport.Message{Header: make(map[string]string, 3)},
+		resp:  transport.Message{Header: make(map[string]string, 3)},
+	}
+}
+
+type clientCodec struct {
+	sock   transport.Socket
+	codec  Codec
+	closed atomic.Bool
+
+	// Write side. net/rpc holds a mutex around WriteRequest, so one
+	// Message and one body buffer serve every request.
+	body bodyWriter
+	req  transport.Message
+
+	// Read side. net/rpc reads from one goroutine and calls
+	// ReadResponseBody before the next ReadResponseHeader, so one Message
+	// serves every response and bodies are decoded straight from the
+	// buffer Recv filled.
+	resp transport.Message
+}
+
+func (c *clientCodec) WriteRequest(r *rpc.Request, args any) error {
+	b, err := c.body.marshal(args)
+	if err != nil {
+		return err
+	}
+	c.req.Header[HeaderServiceMethod] = r.ServiceMethod
+	c.req.Header[HeaderSeq] = strconv.FormatUint(r.Seq, 10)
+	c.req.Header[HeaderContentType] = c.codec.Name()
+	c.req.Body = b
+	err = c.sock.Send(&c.req)
+	c.req.Body = nil
+	return err
+}
+
+func (c *clientCodec) ReadResponseHeader(r *rpc.Response) error {
+	if err := c.sock.Recv(&c.resp); err != nil {
+		return recvError(err, c.closed.Load())
+	}
+	seq, err := parseSeq(c.resp.Header)
+	if err != nil {
+		return err
+	}
+	r.ServiceMethod = c.resp.Header[HeaderServiceMethod]
+	r.Seq = seq
+	r.Error = c.resp.Header[HeaderError]
+	return nil
+}
+
+func (c *clientCodec) ReadResponseBody(reply any) error {
+	defer releaseLarge(&c.resp)
+	if reply == nil {
+		// net/rpc discards the body of a failed or unknown call.
+		return nil
+	}
+	return c.codec.Unmarshal(c.resp.Body, reply)
+}
+
+func (c *clientCodec) Close() error {
+	c.closed.Store(true)
+	return c.sock.Close()
+}

@@ -1,0 +1,27 @@
+// Package codec turns Go values into message bodies and back, and adapts a
+// transport.Socket to net/rpc.
+//
+// A Codec encodes one value per body. Msgpack, the default, is built on
+// github.com/vmihailenco/msgpack/v5 and adds two guarantees the library does
+// not give on its own:
+//
+//   - Bounded decoding. A body is checked in one non-recursive pass before it
+//     is decoded, so a few hostile bytes that declare a 2 GiB string or a
+//     billion-element array fail with ErrMalformed instead of making the
+//     decoder pre-allocate for what was declared, and nesting deeper than
+//     MaxDepth fails with ErrTooDeep instead of recursing without bound.
+//     Extension data, which the check cannot see into, is never read as
+//     msgpack values. What a body may allocate is therefore proportional
+//     to its real size.
+//   - No aliasing. Unmarshal never keeps a reference to the body it decodes,
+//     so callers may reuse that buffer at once (transport Sockets do).
+//
+// Bodies that are already encoded pass through untouched: a []byte or Frame
+// (or a pointer to one) is the body itself, not something to encode. See
+// Frame.
+//
+// NewClientCodec and NewServerCodec carry net/rpc over any transport.Socket,
+// one Message per request and per response. The header keys they use
+// (HeaderServiceMethod, HeaderSeq, HeaderError, HeaderContentType) are the
+// project's RPC wire format.
+package codec

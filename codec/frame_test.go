@@ -1,0 +1,73 @@
+package codec_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport/codec"
+)
+
+func TestFrameMarshalPassesThrough(t *testing.T) {
+	raw := []byte{0xc1, 0xff, 'n', 'o', 't', ' ', 'm', 's', 'g', 'p', 'a', 'c', 'k'}
+	frame := codec.Frame(raw)
+	for _, v := range []any{raw, frame, &raw, &frame} {
+		b, err := codec.Msgpack.Marshal(v)
+		require.NoError(t, err, "%T", v)
+		assert.Equal(t, raw, b, "%T", v)
+		assert.Same(t, &raw[0], &b[0], "Marshal of %T returns the same bytes", v)
+
+		out, err := codec.Msgpack.(codec.Appender).AppendMarshal([]byte("x"), v)
+		require.NoError(t, err)
+		assert.Equal(t, append([]byte("x"), raw...), out, "%T", v)
+	}
+}
+
+func TestFrameUnmarshalCopiesIntoCapacity(t *testing.T) {
+	data := []byte{0xc1, 1, 2, 3} // not msgpack, and not checked
+	buf := make([]byte, 1, 16)
+	require.NoError(t, codec.Msgpack.Unmarshal(data, &buf))
+	assert.Equal(t, data, buf)
+	assert.Equal(t, 16, cap(buf), "the target's capacity is reused")
+	data[0] = 9
+	assert.Equal(t, byte(0xc1), buf[0], "the body is copied")
+
+	var f codec.Frame
+	require.NoError(t, codec.Msgpack.Unmarshal(data, &f))
+	assert.Equal(t, codec.Frame(data), f)
+
+	require.NoError(t, codec.Msgpack.Unmarshal(nil, &f))
+	assert.Empty(t, f)
+}
+
+func TestFrameNilPointers(t *testing.T) {
+	var np *[]byte
+	var nf *codec.Frame
+	for _, v := range []any{np, nf} {
+		_, err := codec.Msgpack.Marshal(v)
+		assert.ErrorIs(t, err, codec.ErrNilPointer, "Marshal %T", v)
+		_, err = codec.Msgpack.(codec.Appender).AppendMarshal(nil, v)
+		assert.ErrorIs(t, err, codec.ErrNilPointer, "AppendMarshal %T", v)
+		assert.ErrorIs(t, codec.Msgpack.Unmarshal([]byte{1}, v), codec.ErrNilPointer, "Unmarshal %T", v)
+	}
+}
+
+// Only []byte and Frame are raw: other byte-slice types, and byte slices
+// inside other values, are msgpack bin values.
+func TestOtherByteSlicesAreEncoded(t *testing.T) {
+	type blob []byte
+	b, err := codec.Msgpack.Marshal(blob{1, 2})
+	require.NoError(t, err)
+	assert.Equal(t, []byte{0xc4, 2, 1, 2}, b)
+
+	var back blob
+	require.NoError(t, codec.Msgpack.Unmarshal(b, &back))
+	assert.Equal(t, blob{1, 2}, back)
+
+	b, err = codec.Msgpack.Marshal(struct{ F codec.Frame }{codec.Frame{1}})
+	require.NoError(t, err)
+	var s struct{ F codec.Frame }
+	require.NoError(t, codec.Msgpack.Unmarshal(b, &s))
+	assert.Equal(t, codec.Frame{1}, s.F)
+}

@@ -1,0 +1,178 @@
+package codec
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Msgpack encodes values as MessagePack with
+// github.com/vmihailenco/msgpack/v5. Its name on the wire is "msgpack".
+//
+// Unmarshal validates the body before decoding it (see MaxDepth,
+// ErrMalformed and ErrTooDeep) and never keeps a reference to the body.
+// Msgpack also implements Appender. []byte and Frame values pass through
+// untouched; see Frame.
+var Msgpack Codec = msgpackCodec{}
+
+// maxPooledBuffer is the largest scratch buffer kept for reuse. A rare large
+// message should not pin its buffer for the life of the process.
+const maxPooledBuffer = 64 << 10
+
+type msgpackCodec struct{}
+
+func (msgpackCodec) Name() string { return "msgpack" }
+
+func (msgpackCodec) Marshal(v any) ([]byte, error) {
+	if b, ok, err := rawBytes(v); ok {
+		return b, err
+	}
+	e := getEncoder()
+	defer putEncoder(e)
+	if err := e.encode(v); err != nil {
+		return nil, err
+	}
+	// Copy out of the pooled buffer so that it can be reused: one
+	// allocation of exactly the right size.
+	return bytes.Clone(e.w.b), nil
+}
+
+func (msgpackCodec) AppendMarshal(dst []byte, v any) ([]byte, error) {
+	if b, ok, err := rawBytes(v); ok {
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, b...), nil
+	}
+	e := getEncoder()
+	scratch := e.w.b
+	e.w.b = dst
+	err := e.encode(v)
+	out := e.w.b
+	e.w.b = scratch // the caller's buffer must not stay in the pool
+	putEncoder(e)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
+
+func (msgpackCodec) Unmarshal(data []byte, v any) error {
+	if ok, err := unmarshalRaw(data, v); ok {
+		return err
+	}
+	if v == nil {
+		return fmt.Errorf("%w: cannot unmarshal into nil", ErrNilPointer)
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return fmt.Errorf("%w: cannot unmarshal into a nil %T", ErrNilPointer, v)
+	}
+	d := getDecoder()
+	var err error
+	if d.r.guards, err = validate(data, d.r.guards[:0]); err != nil {
+		putDecoder(d)
+		return err
+	}
+	d.r.reset(data)
+	d.dec.Reset(&d.r)
+	err = d.dec.Decode(v)
+	if d.r.tripped >= 0 {
+		// The decoder's own error is only that a read failed.
+		err = guardError(d.r.tripped)
+	} else if err != nil {
+		err = fmt.Errorf("codec: cannot unmarshal into %T: %w", v, err)
+	}
+	if len(data) > maxPooledBuffer {
+		// The decoder keeps an internal buffer as large as the longest
+		// string it has read, which the pool should not keep alive.
+		return err
+	}
+	putDecoder(d)
+	return err
+}
+
+// appendWriter is the io.Writer the pooled encoder writes to. It has a
+// WriteByte method so that msgpack uses it directly instead of wrapping it in
+// an adapter that allocates a byte slice per call.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (w *appendWriter) WriteByte(c byte) error {
+	w.b = append(w.b, c)
+	return nil
+}
+
+type encoder struct {
+	w   appendWriter
+	enc *msgpack.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := new(encoder)
+	e.enc = msgpack.NewEncoder(&e.w)
+	return e
+}}
+
+func getEncoder() *encoder {
+	e := encoders.Get().(*encoder)
+	e.w.b = e.w.b[:0]
+	// Reset clears every option as well as the writer. This codec keeps the
+	// library's defaults, so that its output is exactly msgpack.Marshal's
+	// and a value decoded into an interface encodes back to the same types;
+	// an option added later must be set here, after Reset, on every use, or
+	// it would apply only to the messages that happen to get a fresh encoder.
+	e.enc.Reset(&e.w)
+	return e
+}
+
+func putEncoder(e *encoder) {
+	if cap(e.w.b) > maxPooledBuffer {
+		e.w.b = nil
+	}
+	encoders.Put(e)
+}
+
+func (e *encoder) encode(v any) error {
+	if err := e.enc.Encode(v); err != nil {
+		return fmt.Errorf("codec: cannot marshal %T: %w", v, err)
+	}
+	return nil
+}
+
+type decoder struct {
+	r   guardedReader
+	dec *msgpack.Decoder
+}
+
+var decoders = sync.Pool{New: func() any {
+	d := new(decoder)
+	d.dec = msgpack.NewDecoder(nil)
+	return d
+}}
+
+// getDecoder returns a pooled decoder. The caller sets its reader's guards
+// and data and calls Reset.
+//
+// No decoder option is set after Reset, on purpose. In particular
+// UsePreallocateValues, which msgpack.Unmarshal turns on, starts a goroutine
+// per decoded type that never ends, and the library's alloc limit stays on
+// as a second line of defence behind validate.
+func getDecoder() *decoder {
+	return decoders.Get().(*decoder)
+}
+
+func putDecoder(d *decoder) {
+	d.r.reset(nil)
+	d.dec.Reset(nil)
+	if cap(d.r.guards) > maxPooledBuffer/8 {
+		d.r.guards = nil
+	}
+	decoders.Put(d)
+}

@@ -1,0 +1,74 @@
+package memory_test
+
+import (
+	"context"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestAddressSpacesAreSeparate(t *testing.T) {
+	a, b := memory.New(), memory.New()
+	l, err := a.Listen("svc")
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = b.Dial(context.Background(), "svc")
+	require.ErrorIs(t, err, transport.ErrConnectionRefused, "one Transport saw another's listener")
+	lb, err := b.Listen("svc")
+	require.NoError(t, err, "the same name is free in another Transport")
+	lb.Close()
+}
+
+func TestListenPicksUniqueAddresses(t *testing.T) {
+	tr := memory.New()
+	seen := map[string]bool{}
+	for _, addr := range []string{"", ":0", "", ":0"} {
+		l, err := tr.Listen(addr)
+		require.NoError(t, err)
+		defer l.Close()
+		got := l.Addr().String()
+		assert.False(t, seen[got], "address %q picked twice", got)
+		seen[got] = true
+		assert.Equal(t, "memory", l.Addr().Network())
+	}
+	// A name chosen by hand that looks like a picked one is not handed out again.
+	l, err := tr.Listen("mem:5")
+	require.NoError(t, err)
+	defer l.Close()
+	for range 3 {
+		l2, err := tr.Listen("")
+		require.NoError(t, err)
+		defer l2.Close()
+		assert.NotEqual(t, "mem:5", l2.Addr().String())
+	}
+	_, err = tr.Listen("mem:5")
+	assert.ErrorIs(t, err, syscall.EADDRINUSE)
+}
+
+// TestListenerCloseClosesBacklog: a socket dialled but never accepted sees
+// its connection end when the listener closes.
+func TestListenerCloseClosesBacklog(t *testing.T) {
+	tr := memory.New()
+	l, err := tr.Listen("")
+	require.NoError(t, err)
+	c, err := tr.Dial(context.Background(), l.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, l.Close())
+	var m transport.Message
+	require.Error(t, c.Recv(&m))
+}
+
+func TestMaxFrameSizeOption(t *testing.T) {
+	tr := memory.New(transport.WithMaxFrameSize(100))
+	assert.Equal(t, 100, tr.MaxFrameSize())
+	assert.Equal(t, transport.DefaultMaxFrameSize, memory.New().MaxFrameSize())
+}

@@ -1,0 +1,157 @@
+package tcp_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"io"
+	"math/big"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/tcp"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// acceptOne returns the next socket l accepts.
+func acceptOne(t *testing.T, l transport.Listener) <-chan transport.Socket {
+	ch := make(chan transport.Socket, 1)
+	go func() {
+		s, err := l.Accept()
+		if err != nil {
+			close(ch)
+			return
+		}
+		t.Cleanup(func() { s.Close() })
+		ch <- s
+	}()
+	return ch
+}
+
+// rawPeer connects a plain TCP connection to l and returns it with the
+// socket l made for it.
+func rawPeer(t *testing.T, l transport.Listener) (net.Conn, transport.Socket) {
+	accepted := acceptOne(t, l)
+	c, err := net.Dial("tcp", l.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c, <-accepted
+}
+
+// TestOversizeFrameClosesThatConnectionOnly: a peer announcing a frame over
+// the limit gets its connection closed; another connection carries on.
+func TestOversizeFrameClosesThatConnectionOnly(t *testing.T) {
+	tr := tcp.New(transport.WithMaxFrameSize(1024))
+	l, err := tr.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+
+	bad, badSock := rawPeer(t, l)
+	good, goodSock := rawPeer(t, l)
+
+	prefix := []byte{1, 0}
+	prefix = binary.BigEndian.AppendUint32(prefix, 0)
+	prefix = binary.BigEndian.AppendUint32(prefix, 1025)
+	_, err = bad.Write(prefix)
+	require.NoError(t, err)
+	var m transport.Message
+	require.ErrorIs(t, badSock.Recv(&m), transport.ErrFrameTooLarge)
+	require.NoError(t, bad.SetReadDeadline(time.Now().Add(time.Second)))
+	_, err = bad.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "the offending connection is closed")
+	require.ErrorIs(t, badSock.Recv(&m), transport.ErrClosed)
+
+	_, err = good.Write([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 'o', 'k'})
+	require.NoError(t, err)
+	require.NoError(t, goodSock.Recv(&m))
+	assert.Equal(t, "ok", string(m.Body))
+}
+
+func TestGarbageIsAProtocolError(t *testing.T) {
+	tr := tcp.New()
+	l, err := tr.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	c, s := rawPeer(t, l)
+	_, err = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	require.NoError(t, err)
+	var m transport.Message
+	require.ErrorIs(t, s.Recv(&m), transport.ErrProtocol)
+}
+
+func selfSigned(t *testing.T) (server, client *tls.Config) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "zerodial test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
+		&tls.Config{RootCAs: pool}
+}
+
+func TestTLS(t *testing.T) {
+	serverCfg, clientCfg := selfSigned(t)
+	srv := tcp.New(transport.WithTLS(serverCfg))
+	l, err := srv.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+
+	accepted := acceptOne(t, l)
+	c, err := tcp.New(transport.WithTLS(clientCfg)).Dial(context.Background(), l.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.Send(&transport.Message{Header: map[string]string{"k": "v"}, Body: []byte("secret")}))
+	s := <-accepted
+	var m transport.Message
+	require.NoError(t, s.Recv(&m))
+	assert.Equal(t, "secret", string(m.Body))
+	require.NoError(t, s.Send(&m))
+	require.NoError(t, c.Recv(&m))
+	assert.Equal(t, "v", m.Header["k"])
+
+	// A client that does not trust the server's certificate fails in Dial.
+	accepted = acceptOne(t, l)
+	_, err = tcp.New(transport.WithTLS(&tls.Config{})).Dial(context.Background(), l.Addr().String())
+	require.Error(t, err)
+	if s := <-accepted; s != nil {
+		s.Close()
+	}
+}
+
+func TestTLSConfigIsCloned(t *testing.T) {
+	serverCfg, clientCfg := selfSigned(t)
+	tr := tcp.New(transport.WithTLS(clientCfg))
+	clientCfg.RootCAs = nil // changing it afterwards has no effect
+	l, err := tcp.New(transport.WithTLS(serverCfg)).Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	accepted := acceptOne(t, l)
+	c, err := tr.Dial(context.Background(), l.Addr().String())
+	require.NoError(t, err)
+	c.Close()
+	(<-accepted).Close()
+}
