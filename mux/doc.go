@@ -1,0 +1,28 @@
+// Package mux is a Transport of yamux streams over one TCP (or TLS)
+// connection per remote address: the network path of zerodial.
+//
+// The first Dial to an address connects a session (TCP, then TLS when
+// transport.WithTLS is given, then a yamux client); every Dial opens a new
+// stream on it, which costs a frame, not a handshake. Each stream carries
+// one frame stream exactly as the tcp transport's connection does (see
+// WIRE.md), and is one Socket: closing a Socket, on either end, ends that
+// stream only. A Listener serves a yamux session on every connection it
+// accepts and returns the streams of all of them from Accept.
+//
+// Sessions are watched: keepalive pings notice a peer that stops answering,
+// and a session that dies (the peer went away, a write failed, keepalive
+// failed) is dropped, so the next Dial reconnects. A stream of a dead
+// session fails Send and Recv with ErrSessionClosed rather than io.EOF.
+// Transport.Close closes every session it dialled.
+//
+// Beside transport.WithMaxFrameSize, WithTLS and WithLogger, New takes this
+// package's options in the same list: WithKeepAlive, WithStreamLimit,
+// WithAcceptBacklog, WithStreamOpenTimeout, WithStreamCloseTimeout,
+// WithWriteTimeout, WithStreamWindow and WithDialer. yamux's diagnostics go
+// to the transport's slog.Logger, never to standard error, and every
+// session gets its own copy of the yamux configuration.
+//
+// yamux treats closing a stream as a half-close; this package does not: a
+// Send to a stream the peer has closed fails, as the Socket contract asks,
+// instead of blocking on a window the peer will never open again.
+package mux

@@ -1,0 +1,59 @@
+package mux_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/mux"
+)
+
+// A server echoes one stream's messages; a client dials it and makes one
+// round trip. More Dials to the same address would open more streams on
+// the same connection.
+func Example() {
+	tr := mux.New(mux.WithKeepAlive(10 * time.Second))
+	defer tr.Close() // closes the sessions this Transport dialled
+
+	l, err := tr.Listen("127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		s, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		var m transport.Message
+		for s.Recv(&m) == nil {
+			m.Body = append([]byte("echo: "), m.Body...)
+			if s.Send(&m) != nil {
+				return
+			}
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := tr.Dial(ctx, l.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Send(&transport.Message{
+		Header: map[string]string{"Service-Method": "Echo.Say"},
+		Body:   []byte("hello"),
+	}); err != nil {
+		log.Fatal(err)
+	}
+	var m transport.Message
+	if err := s.Recv(&m); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(m.Header["Service-Method"], string(m.Body))
+	// Output: Echo.Say echo: hello
+}

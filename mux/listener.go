@@ -1,0 +1,283 @@
+package mux
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/zerodial/transport"
+)
+
+// Listen binds addr (host:port; port 0 picks one) and serves a yamux
+// session on every connection it accepts, over TLS when configured. Accept
+// returns the streams the peers open, from all sessions, in the order they
+// arrive. A connection that fails (a bad handshake, bytes that are not
+// yamux, a peer that stops answering keepalives) ends its own session only.
+func (t *Transport) Listen(addr string) (transport.Listener, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	nl, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listener{
+		t:        t,
+		nl:       nl,
+		queue:    make(chan *streamConn, t.cfg.yamux.AcceptBacklog),
+		done:     make(chan struct{}),
+		ctx:      ctx,
+		cancel:   cancel,
+		sessions: make(map[*serverSession]struct{}),
+	}
+	l.wg.Go(l.acceptConns)
+	return l, nil
+}
+
+type listener struct {
+	t  *Transport
+	nl net.Listener
+	// queue holds streams taken from their sessions and not yet returned
+	// by Accept.
+	queue chan *streamConn
+	done  chan struct{} // closed by Close
+	// ctx ends with Close and bounds TLS handshakes.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // acceptConns
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[*serverSession]struct{}
+}
+
+// serverSession is one accepted connection's session.
+type serverSession struct {
+	l     *listener
+	sess  *yamux.Session
+	tr    *tracker
+	slots chan struct{} // a token per stream handed out, with a stream limit
+	live  int           // streams handed out (queued or accepted), not closed; l.mu
+}
+
+func (l *listener) Addr() net.Addr { return l.nl.Addr() }
+
+func (l *listener) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// Accept returns the next stream a peer opened.
+func (l *listener) Accept() (transport.Socket, error) {
+	select {
+	case c := <-l.queue:
+		if l.isClosed() {
+			c.Close()
+			return nil, transport.ErrClosed
+		}
+		return newSocket(c, l.t.opts.MaxFrameSize), nil
+	case <-l.done:
+		return nil, transport.ErrClosed
+	}
+}
+
+// Close stops listening: the address is free when it returns, Accept fails
+// with transport.ErrClosed, and streams not yet accepted are closed.
+// Streams already accepted stay open, as the Listener contract requires, so
+// a session that carries some is told to take no new streams (a yamux
+// go-away) and closed when the last of them is; a session with none is
+// closed at once.
+func (l *listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.done)
+	l.cancel()
+	l.mu.Unlock()
+
+	err := l.nl.Close()
+	l.wg.Wait()
+	for drained := false; !drained; {
+		select {
+		case c := <-l.queue:
+			c.Close()
+		default:
+			drained = true
+		}
+	}
+
+	l.mu.Lock()
+	var idle, busy []*yamux.Session
+	for ss := range l.sessions {
+		if ss.live == 0 {
+			idle = append(idle, ss.sess)
+		} else {
+			busy = append(busy, ss.sess)
+		}
+	}
+	l.mu.Unlock()
+	for _, s := range idle {
+		s.Close()
+	}
+	for _, s := range busy {
+		// GoAway waits for its frame to be written, which a stalled
+		// connection can hold up for the write timeout; Close does not.
+		go s.GoAway()
+	}
+	return err
+}
+
+// acceptConns accepts connections until Close and serves each on its own
+// goroutine, so a slow handshake holds up nobody else.
+func (l *listener) acceptConns() {
+	var backoff time.Duration
+	for {
+		c, err := l.nl.Accept()
+		if err != nil {
+			if l.isClosed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors, say: wait rather than spin.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			l.t.opts.Logger.Warn("mux: accept failed", "addr", l.nl.Addr().String(), "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+				continue
+			case <-l.done:
+				return
+			}
+		}
+		backoff = 0
+		go l.serve(c)
+	}
+}
+
+// serve runs a server session on c until the session ends.
+func (l *listener) serve(c net.Conn) {
+	tuneConn(c)
+	remote := c.RemoteAddr().String()
+	log := l.t.opts.Logger
+	if cfg := l.t.opts.TLSConfig; cfg != nil {
+		tc := tls.Server(c, cfg)
+		ctx, cancel := context.WithTimeout(l.ctx, l.t.cfg.yamux.ConnectionWriteTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			c.Close()
+			if !l.isClosed() {
+				log.Warn("mux: tls handshake failed", "side", "server", "remote", remote, "err", err)
+			}
+			return
+		}
+		c = tc
+	}
+	ss := &serverSession{l: l, tr: newTracker()}
+	if n := l.t.cfg.streamLimit; n > 0 {
+		ss.slots = make(chan struct{}, n)
+	}
+	sess, err := yamux.Server(newTapConn(c, ss.tr), l.t.cfg.sessionConfig(newSessionLogger(log, "server", remote)))
+	if err != nil {
+		c.Close()
+		log.Error("mux: session failed to start", "side", "server", "remote", remote, "err", err)
+		return
+	}
+	ss.sess = sess
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		sess.Close()
+		return
+	}
+	l.sessions[ss] = struct{}{}
+	l.mu.Unlock()
+
+	ss.acceptStreams()
+
+	l.mu.Lock()
+	delete(l.sessions, ss)
+	l.mu.Unlock()
+	log.Debug("mux: session closed", "side", "server", "remote", remote)
+}
+
+// acceptStreams moves the session's streams to the listener's queue until
+// the session ends. Once the listener is closed it closes them instead, so
+// that a peer's stream is never left waiting for an Accept that will not
+// come.
+func (ss *serverSession) acceptStreams() {
+	l := ss.l
+	for {
+		slot := false
+		if ss.slots != nil {
+			select {
+			case ss.slots <- struct{}{}:
+				slot = true
+			case <-l.done: // closing, not queuing: no slot needed
+			case <-ss.sess.CloseChan():
+				return
+			}
+		}
+		st, err := ss.sess.AcceptStream()
+		if err != nil {
+			if slot {
+				<-ss.slots
+			}
+			return
+		}
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			st.Close()
+			if slot {
+				<-ss.slots
+			}
+			continue
+		}
+		ss.live++
+		l.mu.Unlock()
+		l.enqueue(newStreamConn(st, ss, ss.tr))
+	}
+}
+
+// enqueue queues c for Accept, or closes it if the listener closes first.
+func (l *listener) enqueue(c *streamConn) {
+	select {
+	case l.queue <- c:
+		if l.isClosed() {
+			// Close may have emptied the queue before c went in. Each
+			// such late arrival takes one stream back out, so none is
+			// stranded there.
+			select {
+			case late := <-l.queue:
+				late.Close()
+			default:
+			}
+		}
+	case <-l.done:
+		c.Close()
+	}
+}
+
+// streamClosed is called once per stream handed out, when it is closed.
+func (ss *serverSession) streamClosed() {
+	l := ss.l
+	l.mu.Lock()
+	ss.live--
+	closeNow := l.closed && ss.live == 0
+	l.mu.Unlock()
+	if ss.slots != nil {
+		<-ss.slots
+	}
+	if closeNow {
+		ss.sess.Close()
+	}
+}

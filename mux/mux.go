@@ -1,0 +1,170 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/zerodial/transport"
+)
+
+// Transport is the mux transport.Transport: it keeps one yamux session per
+// remote address and opens a stream on it for every Dial. The zero value is
+// not usable; call New. A Transport that has dialled holds connections and
+// goroutines until Close.
+type Transport struct {
+	opts transport.Options
+	cfg  config
+	err  error // a configuration error, returned by Dial and Listen
+
+	// ctx ends with Close; session set-up runs under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	// current is the session new streams to an address go on.
+	current map[string]*clientSession
+	// all holds every session not yet known to be closed, including those
+	// retired from current that still carry streams.
+	all map[*clientSession]struct{}
+	// wg counts the goroutines Close waits for.
+	wg sync.WaitGroup
+}
+
+var (
+	_ transport.Transport    = (*Transport)(nil)
+	_ transport.FrameLimiter = (*Transport)(nil)
+)
+
+// New returns a mux Transport. It understands transport.WithMaxFrameSize,
+// transport.WithTLS and transport.WithLogger, and this package's options
+// (WithKeepAlive, WithStreamLimit, WithAcceptBacklog, WithStreamOpenTimeout,
+// WithStreamCloseTimeout, WithWriteTimeout, WithStreamWindow, WithDialer).
+// An invalid setting does not panic: Dial and Listen return the error.
+func New(opts ...transport.Option) *Transport {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if m, ok := o.(muxOption); ok {
+			m.applyMux(&cfg)
+		}
+	}
+	t := &Transport{
+		opts:    transport.Apply(opts...),
+		cfg:     cfg,
+		current: make(map[string]*clientSession),
+		all:     make(map[*clientSession]struct{}),
+	}
+	if err := cfg.validate(); err != nil {
+		t.err = errInvalid(err)
+	}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	return t
+}
+
+// String returns "mux".
+func (t *Transport) String() string { return "mux" }
+
+// MaxFrameSize returns the largest message this transport carries.
+func (t *Transport) MaxFrameSize() int { return t.opts.MaxFrameSize }
+
+// Dial opens a stream to addr (host:port) on the session kept for addr,
+// first connecting one (TCP, then TLS when configured, then yamux) if there
+// is none or the one there has died. Concurrent Dials to a new address
+// share one connection attempt, and each returns when its own ctx ends.
+//
+// Opening a stream costs no round trip: Dial returns once the stream's
+// opening frame is written, before the peer accepts it. When the peer's
+// accept backlog is full, Dial waits, within ctx, for room.
+//
+// Sessions are keyed by addr as given, so "localhost:80" and
+// "127.0.0.1:80" get a session each.
+func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, dialCtxErr(addr, err)
+	}
+	for retried := false; ; retried = true {
+		cs, err := t.session(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		c, err := cs.open(ctx)
+		if err == nil {
+			return newSocket(c, t.opts.MaxFrameSize), nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, dialCtxErr(addr, ctxErr)
+		}
+		if !errors.Is(err, errRetire) {
+			return nil, fmt.Errorf("mux: dial %s: %w", addr, err)
+		}
+		// The session died or refuses new streams: never hand out a
+		// stream of it; connect afresh, once.
+		t.retire(cs)
+		if retried {
+			return nil, fmt.Errorf("mux: dial %s: %w", addr, err)
+		}
+	}
+}
+
+func dialCtxErr(addr string, err error) error {
+	return fmt.Errorf("mux: dial %s: %w", addr, err)
+}
+
+// Close closes every session this Transport dialled, and with them their
+// streams, whose Send and Recv then fail with ErrSessionClosed. Dial fails
+// with transport.ErrClosed afterwards. Listeners are not affected: close
+// them on their own. Close waits for the Transport's goroutines to end, so
+// that none outlives it.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	t.cancel()
+	all := make([]*clientSession, 0, len(t.all))
+	for cs := range t.all {
+		all = append(all, cs)
+	}
+	clear(t.all)
+	clear(t.current)
+	t.mu.Unlock()
+
+	for _, cs := range all {
+		cs.sess.Close()
+	}
+	t.wg.Wait()
+	return nil
+}
+
+// errRetire marks an open failure after which the session must not be used
+// for new streams.
+var errRetire = errors.New("mux: session unusable")
+
+// retireErr reports whether err from OpenStream means the session can take
+// no more streams.
+func retireErr(err error) bool {
+	return errors.Is(err, yamux.ErrSessionShutdown) ||
+		errors.Is(err, yamux.ErrRemoteGoAway) ||
+		errors.Is(err, yamux.ErrStreamsExhausted)
+}
+
+// goTracked runs fn on a goroutine Close waits for; it reports false, and
+// runs nothing, once the Transport is closed.
+func (t *Transport) goTracked(fn func()) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.wg.Go(fn)
+	return true
+}

@@ -1,0 +1,329 @@
+package mux
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/tcp"
+)
+
+// clientSession is the session kept for one remote address, from the first
+// connection attempt until it closes.
+type clientSession struct {
+	t    *Transport
+	addr string
+	tr   *tracker
+	// slots holds a token per open stream when the stream limit is set.
+	slots chan struct{}
+
+	// ready is closed when the connection attempt ends; sess or err is set
+	// before.
+	ready  chan struct{}
+	cancel context.CancelFunc
+	sess   *yamux.Session
+	err    error
+
+	// Guarded by t.mu.
+	waiters int  // Dials waiting for ready
+	live    int  // streams handed out and not yet closed
+	retired bool // no longer in t.current: closed once live reaches 0
+}
+
+// session returns the usable session for addr, starting a connection if
+// there is none, and waits for it within ctx.
+func (t *Transport) session(ctx context.Context, addr string) (*clientSession, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("mux: dial %s: transport closed: %w", addr, transport.ErrClosed)
+	}
+	cs := t.current[addr]
+	var dead *clientSession
+	if cs != nil && cs.isDead() {
+		if t.retireLocked(cs) {
+			dead = cs
+		}
+		cs = nil
+	}
+	if cs == nil {
+		cs = t.startSession(addr)
+	}
+	cs.waiters++
+	t.mu.Unlock()
+	if dead != nil {
+		dead.sess.Close()
+	}
+
+	select {
+	case <-cs.ready:
+	case <-ctx.Done():
+	}
+	t.mu.Lock()
+	cs.waiters--
+	ready := isDone(cs.ready)
+	if !ready && cs.waiters == 0 {
+		// Nobody waits for this attempt any more: stop it, and let the
+		// next Dial start afresh rather than inherit a cancelled one.
+		cs.cancel()
+		if t.current[addr] == cs {
+			delete(t.current, addr)
+		}
+	}
+	t.mu.Unlock()
+	if !ready {
+		return nil, dialCtxErr(addr, ctx.Err())
+	}
+	if cs.err != nil {
+		return nil, cs.err
+	}
+	return cs, nil
+}
+
+// startSession registers a new session for addr and starts connecting it.
+// It runs with t.mu held and t open.
+func (t *Transport) startSession(addr string) *clientSession {
+	ctx, cancel := context.WithCancel(t.ctx)
+	cs := &clientSession{
+		t:      t,
+		addr:   addr,
+		tr:     newTracker(),
+		ready:  make(chan struct{}),
+		cancel: cancel,
+	}
+	if n := t.cfg.streamLimit; n > 0 {
+		cs.slots = make(chan struct{}, n)
+	}
+	t.current[addr] = cs
+	// The attempt runs on its own goroutine, not the first caller's, so
+	// that every caller waiting for it can leave when its ctx ends.
+	t.wg.Go(func() { cs.run(ctx) })
+	return cs
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// isDead reports whether the session was set up and has since closed.
+func (cs *clientSession) isDead() bool {
+	return isDone(cs.ready) && cs.err == nil && cs.sess.IsClosed()
+}
+
+// run connects the session, then waits for it to close and forgets it.
+func (cs *clientSession) run(ctx context.Context) {
+	defer cs.cancel()
+	t := cs.t
+	sess, err := cs.connect(ctx)
+	t.mu.Lock()
+	switch {
+	case err != nil:
+	case t.closed:
+		err = fmt.Errorf("mux: dial %s: transport closed: %w", cs.addr, transport.ErrClosed)
+	case ctx.Err() != nil:
+		err = dialCtxErr(cs.addr, ctx.Err()) // every caller left
+	}
+	if err != nil {
+		if t.current[cs.addr] == cs {
+			delete(t.current, cs.addr)
+		}
+		cs.err = err
+		close(cs.ready)
+		t.mu.Unlock()
+		if sess != nil {
+			sess.Close()
+		}
+		return
+	}
+	cs.sess = sess
+	t.all[cs] = struct{}{}
+	close(cs.ready)
+	t.mu.Unlock()
+
+	<-sess.CloseChan()
+	t.mu.Lock()
+	delete(t.all, cs)
+	if t.current[cs.addr] == cs {
+		delete(t.current, cs.addr)
+	}
+	t.mu.Unlock()
+	t.opts.Logger.Debug("mux: session closed", "side", "client", "remote", cs.addr)
+}
+
+// connect dials the connection, completes TLS when configured, and starts
+// the yamux client on it.
+func (cs *clientSession) connect(ctx context.Context) (*yamux.Session, error) {
+	t := cs.t
+	c, err := t.cfg.dial(ctx, "tcp", cs.addr)
+	if err != nil {
+		return nil, fmt.Errorf("mux: dial %s: %w", cs.addr, tcp.DialError(ctx, err))
+	}
+	tuneConn(c)
+	if t.opts.TLSConfig != nil {
+		cfg := t.opts.TLSConfig
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(cs.addr)
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("mux: tls handshake with %s: %w", cs.addr, tcp.DialError(ctx, err))
+		}
+		c = tc
+	}
+	log := newSessionLogger(t.opts.Logger, "client", cs.addr)
+	sess, err := yamux.Client(newTapConn(c, cs.tr), t.cfg.sessionConfig(log))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("mux: session with %s: %w", cs.addr, err)
+	}
+	return sess, nil
+}
+
+func tuneConn(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		// Go sets TCP_NODELAY by default; yamux writes each frame's header
+		// and body apart, so say so.
+		_ = tc.SetNoDelay(true)
+	}
+}
+
+// open opens a stream, within ctx. An error wrapping errRetire means the
+// session can take no more streams.
+func (cs *clientSession) open(ctx context.Context) (*streamConn, error) {
+	if cs.sess.IsClosed() {
+		return nil, fmt.Errorf("%w: %w", errRetire, yamux.ErrSessionShutdown)
+	}
+	if cs.slots != nil {
+		select {
+		case cs.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-cs.sess.CloseChan():
+			return nil, fmt.Errorf("%w: %w", errRetire, yamux.ErrSessionShutdown)
+		}
+	}
+	st, err := cs.openStream(ctx)
+	if err != nil {
+		cs.releaseSlot()
+		if retireErr(err) {
+			err = fmt.Errorf("%w: %w", errRetire, err)
+		}
+		return nil, err
+	}
+	t := cs.t
+	t.mu.Lock()
+	if cs.sess.IsClosed() {
+		// Died while the stream was opened: the caller must not get it.
+		t.mu.Unlock()
+		st.Close()
+		cs.releaseSlot()
+		return nil, fmt.Errorf("%w: %w", errRetire, yamux.ErrSessionShutdown)
+	}
+	cs.live++
+	t.mu.Unlock()
+	return newStreamConn(st, cs, cs.tr), nil
+}
+
+// openStream calls OpenStream, which waits without a context when the
+// peer's accept backlog is full; a ctx that can end runs it on a goroutine
+// and leaves it to close the stream if ctx ends first.
+func (cs *clientSession) openStream(ctx context.Context) (*yamux.Stream, error) {
+	if ctx.Done() == nil {
+		return cs.sess.OpenStream()
+	}
+	type result struct {
+		st  *yamux.Stream
+		err error
+	}
+	var (
+		mu        sync.Mutex
+		abandoned bool
+		ch        = make(chan result, 1)
+	)
+	started := cs.t.goTracked(func() {
+		st, err := cs.sess.OpenStream()
+		mu.Lock()
+		defer mu.Unlock()
+		if abandoned {
+			if st != nil {
+				st.Close()
+			}
+			return
+		}
+		ch <- result{st, err}
+	})
+	if !started {
+		return nil, fmt.Errorf("mux: transport closed: %w", transport.ErrClosed)
+	}
+	select {
+	case r := <-ch:
+		return r.st, r.err
+	case <-ctx.Done():
+		mu.Lock()
+		abandoned = true
+		mu.Unlock()
+		select {
+		case r := <-ch: // delivered just before
+			if r.st != nil {
+				r.st.Close()
+			}
+		default:
+		}
+		return nil, ctx.Err()
+	}
+}
+
+func (cs *clientSession) releaseSlot() {
+	if cs.slots != nil {
+		<-cs.slots
+	}
+}
+
+// streamClosed is called once per stream handed out, when it is closed.
+func (cs *clientSession) streamClosed() {
+	t := cs.t
+	t.mu.Lock()
+	cs.live--
+	closeNow := cs.retired && cs.live == 0
+	t.mu.Unlock()
+	cs.releaseSlot()
+	if closeNow {
+		cs.sess.Close()
+	}
+}
+
+// retire takes cs out of use for new streams and closes it once its
+// streams are closed.
+func (t *Transport) retire(cs *clientSession) {
+	t.mu.Lock()
+	closeNow := t.retireLocked(cs)
+	t.mu.Unlock()
+	if closeNow {
+		cs.sess.Close()
+	}
+}
+
+// retireLocked does retire's bookkeeping with t.mu held and reports whether
+// the session should be closed now.
+func (t *Transport) retireLocked(cs *clientSession) bool {
+	if t.current[cs.addr] == cs {
+		delete(t.current, cs.addr)
+	}
+	if cs.retired {
+		return false
+	}
+	cs.retired = true
+	return cs.live == 0
+}

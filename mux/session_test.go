@@ -1,0 +1,282 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
+)
+
+// TestManyStreamsOneSession: 1,000 streams open at once, each with its own
+// round trips, all ride one TCP connection and one session.
+func TestManyStreamsOneSession(t *testing.T) {
+	d := &dialer{}
+	srv := newTransport(t)
+	tr := newTransport(t, WithDialer(d.dial))
+	l := listen(t, srv)
+	serveEcho(t, l)
+
+	const streams = 1000
+	socks := make([]transport.Socket, streams)
+	var wg sync.WaitGroup
+	errs := make(chan error, streams)
+	for i := range streams {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			s, err := tr.Dial(ctx, l.Addr().String())
+			if err != nil {
+				errs <- err
+				return
+			}
+			socks[i] = s
+			var m transport.Message
+			for j := range 3 {
+				want := fmt.Sprintf("stream %d message %d", i, j)
+				if err := s.Send(&transport.Message{Body: []byte(want)}); err != nil {
+					errs <- err
+					return
+				}
+				if err := s.Recv(&m); err != nil {
+					errs <- err
+					return
+				}
+				if string(m.Body) != want {
+					errs <- fmt.Errorf("stream %d got %q, want %q", i, m.Body, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	assert.Equal(t, 1, d.count(), "TCP connections dialled")
+	assert.Equal(t, 1, tr.sessions(), "client sessions")
+	ll := l.(*listener)
+	ll.mu.Lock()
+	assert.Len(t, ll.sessions, 1, "server sessions")
+	ll.mu.Unlock()
+	for _, s := range socks {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// TestConcurrentDialsOneSession: Dials racing to an address nobody has
+// dialled yet share one connection attempt, and one of them giving up on
+// its own context neither fails nor delays the others.
+func TestConcurrentDialsOneSession(t *testing.T) {
+	d := &dialer{delay: 300 * time.Millisecond} // the attempt stays pending
+	srv := newTransport(t)
+	tr := newTransport(t, WithDialer(d.dial))
+	l := listen(t, srv)
+	serveEcho(t, l)
+	addr := l.Addr().String()
+
+	const callers = 32
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for range callers {
+		wg.Go(func() {
+			<-start
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			s, err := tr.Dial(ctx, addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close()
+			if err := s.Send(&transport.Message{Body: []byte("hi")}); err != nil {
+				errs <- err
+				return
+			}
+			var m transport.Message
+			if err := s.Recv(&m); err != nil {
+				errs <- err
+			}
+		})
+	}
+	close(start)
+	require.Eventually(t, func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		cs := tr.current[addr]
+		return cs != nil && cs.waiters == callers
+	}, 250*time.Millisecond, time.Millisecond, "the callers do not share one attempt")
+
+	// One impatient caller joins and leaves while the attempt is pending.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	begin := time.Now()
+	_, err := tr.Dial(ctx, addr)
+	cancel()
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(begin), 200*time.Millisecond, "the impatient Dial outlived its context")
+
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	assert.Equal(t, 1, d.count(), "connections dialled")
+	assert.Equal(t, 1, tr.sessions())
+}
+
+// TestAbandonedConnectIsCancelled: when every caller waiting for a
+// connection leaves, the attempt stops and the next Dial starts afresh.
+func TestAbandonedConnectIsCancelled(t *testing.T) {
+	d := &dialer{delay: time.Hour}
+	tr := newTransport(t, WithDialer(d.dial))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := tr.Dial(ctx, "127.0.0.1:1")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	// The attempt's goroutine ends, or Close (and the leak check) would
+	// hang on it.
+	require.Eventually(t, func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.current) == 0
+	}, time.Second, 5*time.Millisecond)
+}
+
+// TestDialWaitsForBacklog: with the peer's accept backlog full, Dial waits
+// for room, and returns when its context ends.
+func TestDialWaitsForBacklog(t *testing.T) {
+	tr := newTransport(t, WithAcceptBacklog(2))
+	l := listen(t, tr) // never accepts
+	addr := l.Addr().String()
+	var opened []transport.Socket
+	defer func() {
+		for _, s := range opened {
+			s.Close()
+		}
+	}()
+	for i := 0; ; i++ {
+		require.Less(t, i, 20, "Dial never waited for the backlog")
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		s, err := tr.Dial(ctx, addr)
+		cancel()
+		require.Less(t, time.Since(start), time.Second, "Dial %d outlived its context", i)
+		if err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			break
+		}
+		opened = append(opened, s)
+	}
+	// The streams the listener queued and those yamux holds fill up:
+	// queue (2) + one waiting to be queued + yamux's backlog (2).
+	assert.GreaterOrEqual(t, len(opened), 2)
+}
+
+// TestStreamLimit: past the limit, Dial waits for a stream of the session
+// to close.
+func TestStreamLimit(t *testing.T) {
+	srv := newTransport(t)
+	tr := newTransport(t, WithStreamLimit(2))
+	l := listen(t, srv)
+	serveEcho(t, l)
+	addr := l.Addr().String()
+	a := dial(t, tr, addr)
+	dial(t, tr, addr)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := tr.Dial(ctx, addr)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a third stream past a limit of 2")
+
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := tr.Dial(ctx, addr)
+		if err == nil {
+			s.Close()
+		}
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-got:
+		t.Fatalf("Dial past the limit returned %v before a stream closed", err)
+	default:
+	}
+	a.Close()
+	require.NoError(t, await(t, got, time.Second, "Dial after a stream closed"))
+}
+
+// TestTransportClose: Close ends every dialled session; their streams fail
+// with ErrSessionClosed, and Dial fails with ErrClosed.
+func TestTransportClose(t *testing.T) {
+	srv := newTransport(t)
+	l := listen(t, srv)
+	serveEcho(t, l)
+	tr := New()
+	s := dial(t, tr, l.Addr().String())
+	roundTrip(t, s, "before")
+
+	recvErr := make(chan error, 1)
+	go func() { recvErr <- s.Recv(&transport.Message{}) }()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, tr.Close())
+	err := await(t, recvErr, time.Second, "Recv after Transport.Close")
+	assert.ErrorIs(t, err, ErrSessionClosed)
+	assert.NotErrorIs(t, err, transport.ErrClosed, "the socket itself was not closed")
+
+	_, err = tr.Dial(t.Context(), l.Addr().String())
+	assert.ErrorIs(t, err, transport.ErrClosed)
+	assert.NoError(t, tr.Close(), "Close twice")
+}
+
+// TestInvalidConfig: settings yamux or this package would refuse make Dial
+// and Listen fail with a clear error, not a panic or a hang.
+func TestInvalidConfig(t *testing.T) {
+	for name, opt := range map[string]transport.Option{
+		"window below minimum": WithStreamWindow(1000),
+		"zero write timeout":   WithWriteTimeout(0),
+		"zero backlog":         WithAcceptBacklog(0),
+		"negative keepalive":   WithKeepAlive(-time.Second),
+		"negative limit":       WithStreamLimit(-1),
+		"negative open wait":   WithStreamOpenTimeout(-time.Second),
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := newTransport(t, opt)
+			_, err := tr.Dial(t.Context(), "127.0.0.1:1")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "mux: invalid configuration")
+			_, err = tr.Listen("127.0.0.1:0")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "mux: invalid configuration")
+		})
+	}
+	// Valid settings, keepalive off included, pass.
+	tr := newTransport(t, WithKeepAlive(0), WithStreamWindow(1<<20), WithStreamCloseTimeout(0))
+	l := listen(t, tr)
+	serveEcho(t, l)
+	roundTrip(t, dial(t, tr, l.Addr().String()), "ok")
+}
+
+// TestOptionsIgnoredByOthers: this package's options change nothing in
+// transport.Options, so one option list can serve every transport.
+func TestOptionsIgnoredByOthers(t *testing.T) {
+	o := transport.Apply(WithKeepAlive(time.Second), WithStreamLimit(3), transport.WithMaxFrameSize(123))
+	assert.Equal(t, 123, o.MaxFrameSize)
+	tr := New(WithStreamLimit(3), transport.WithMaxFrameSize(123))
+	defer tr.Close()
+	assert.Equal(t, 3, tr.cfg.streamLimit)
+	assert.Equal(t, 123, tr.MaxFrameSize())
+	assert.True(t, errors.Is(tr.cfg.validate(), nil))
+}

@@ -1,0 +1,248 @@
+package mux
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/frame"
+)
+
+// ErrSessionClosed is returned (wrapped) by Send and Recv on a stream whose
+// session ended under it: the connection was lost, keepalive failed, or the
+// Transport or Listener was closed. Unlike io.EOF it means the peer did not
+// close the stream; redial to continue. It matches io.ErrUnexpectedEOF.
+var ErrSessionClosed error = sessionClosedError{}
+
+type sessionClosedError struct{}
+
+func (sessionClosedError) Error() string { return "mux: session closed" }
+
+// Is lets errors.Is(err, io.ErrUnexpectedEOF) hold: the stream ended without
+// the peer ending it.
+func (sessionClosedError) Is(target error) bool { return target == io.ErrUnexpectedEOF }
+
+var (
+	// errPeerClosed fails a write to a stream the peer has closed. It wraps
+	// io.ErrClosedPipe, as a write to a TCP connection the peer closed
+	// fails with EPIPE.
+	errPeerClosed = fmt.Errorf("mux: stream closed by peer: %w", io.ErrClosedPipe)
+	// errReset is a stream the peer reset: it overflowed the peer's accept
+	// backlog, or the peer gave up waiting for this end to close.
+	errReset = fmt.Errorf("mux: stream reset by peer: %w", yamux.ErrConnectionReset)
+)
+
+// longAgo is a deadline in the past, used to wake a blocked yamux call.
+var longAgo = time.Unix(1, 0)
+
+// owner is the session bookkeeping told when a stream is closed.
+type owner interface {
+	streamClosed()
+}
+
+// streamConn is the net.Conn a frame.Socket runs over: a yamux stream made
+// to behave as the Socket contract needs.
+//
+//   - Close ends the stream for both directions: a blocked Read returns at
+//     once (yamux's Close is a half-close that leaves reads open).
+//   - A write to a stream the peer has closed fails (yamux would accept it,
+//     or block forever on a window the peer no longer opens).
+//   - A write deadline that has passed fails the write before anything is
+//     sent (yamux checks it only when the window is full).
+//   - io.EOF is reported only when the peer closed; a lost session is
+//     ErrSessionClosed.
+type streamConn struct {
+	st    *yamux.Stream
+	owner owner
+
+	closed  atomic.Bool
+	peerFIN atomic.Bool
+	// wdl is the caller's write deadline in Unix nanoseconds, 0 for none.
+	wdl atomic.Int64
+
+	// mu orders deadline changes against Close and the peer's close, so a
+	// caller's deadline never undoes the past deadline that wakes a reader
+	// or writer.
+	mu   sync.Mutex
+	once sync.Once
+
+	// recvd counts bytes read since the receive buffer was last released.
+	recvd int
+}
+
+// shrinkAfter is how many bytes a stream reads before, on draining its
+// receive buffer, it hands the buffer back. yamux keeps a stream's buffer
+// at its largest size for the stream's life, so an idle stream that once
+// moved a burst would hold up to twice its window; a stream that moves
+// little keeps its small buffer and allocates nothing per message.
+const shrinkAfter = 64 << 10
+
+func newStreamConn(st *yamux.Stream, o owner, t *tracker) *streamConn {
+	c := &streamConn{st: st, owner: o}
+	t.attach(st.StreamID(), c)
+	return c
+}
+
+// peerClosed is called by the tracker when the peer's FIN goes by. A past
+// write deadline wakes a writer blocked on the window; Write then reports
+// errPeerClosed.
+func (c *streamConn) peerClosed() {
+	c.mu.Lock()
+	c.peerFIN.Store(true)
+	c.st.SetWriteDeadline(longAgo)
+	c.mu.Unlock()
+}
+
+func (c *streamConn) Read(b []byte) (int, error) {
+	if c.closed.Load() {
+		return 0, net.ErrClosed
+	}
+	n, err := c.st.Read(b)
+	if n > 0 {
+		c.recvd += n
+		if n < len(b) && c.recvd >= shrinkAfter {
+			c.st.Shrink() // only if nothing is buffered
+			c.recvd = 0
+		}
+	}
+	if err != nil {
+		err = c.readErr(err)
+	}
+	return n, err
+}
+
+func (c *streamConn) readErr(err error) error {
+	switch {
+	case c.closed.Load():
+		return net.ErrClosed
+	case err == io.EOF:
+		if c.peerFIN.Load() {
+			return io.EOF
+		}
+		return ErrSessionClosed
+	case errors.Is(err, yamux.ErrConnectionReset):
+		return errReset
+	case errors.Is(err, yamux.ErrSessionShutdown):
+		return ErrSessionClosed
+	}
+	return err
+}
+
+// writeDeadlinePassed reports whether the caller's write deadline is set
+// and past.
+func (c *streamConn) writeDeadlinePassed() bool {
+	dl := c.wdl.Load()
+	return dl != 0 && time.Now().UnixNano() >= dl
+}
+
+func (c *streamConn) Write(b []byte) (int, error) {
+	switch {
+	case c.closed.Load():
+		return 0, net.ErrClosed
+	case c.peerFIN.Load():
+		return 0, errPeerClosed
+	case c.writeDeadlinePassed():
+		return 0, os.ErrDeadlineExceeded
+	}
+	n, err := c.st.Write(b)
+	if err != nil {
+		err = c.writeErr(err)
+	}
+	return n, err
+}
+
+func (c *streamConn) writeErr(err error) error {
+	switch {
+	case c.closed.Load():
+		return net.ErrClosed
+	case c.peerFIN.Load():
+		// Also when yamux reports the timeout peerClosed set to wake it.
+		return errPeerClosed
+	case errors.Is(err, yamux.ErrConnectionReset):
+		return errReset
+	case errors.Is(err, yamux.ErrSessionShutdown), errors.Is(err, yamux.ErrStreamClosed):
+		// Not closed here nor by the peer: the session went away.
+		return ErrSessionClosed
+	}
+	return err
+}
+
+// Close ends the stream: blocked calls return, the peer's Recv sees io.EOF
+// after what was sent, and its Send fails.
+func (c *streamConn) Close() error {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed.Store(true)
+		// yamux's Close leaves reads open and wakes a blocked writer only
+		// after the FIN is written; past deadlines wake both now.
+		c.st.SetReadDeadline(longAgo)
+		c.st.SetWriteDeadline(longAgo)
+		c.mu.Unlock()
+		c.st.Close()
+		c.owner.streamClosed()
+	})
+	return nil
+}
+
+func (c *streamConn) LocalAddr() net.Addr  { return c.st.LocalAddr() }
+func (c *streamConn) RemoteAddr() net.Addr { return c.st.RemoteAddr() }
+
+func (c *streamConn) SetDeadline(t time.Time) error {
+	c.SetReadDeadline(t)
+	return c.SetWriteDeadline(t)
+}
+
+func (c *streamConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed.Load() {
+		c.st.SetReadDeadline(t)
+	}
+	return nil
+}
+
+func (c *streamConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.IsZero() {
+		c.wdl.Store(0)
+	} else {
+		c.wdl.Store(t.UnixNano())
+	}
+	if !c.closed.Load() && !c.peerFIN.Load() {
+		c.st.SetWriteDeadline(t)
+	}
+	return nil
+}
+
+// socket is the transport.Socket of one stream: a frame.Socket over a
+// streamConn.
+type socket struct {
+	*frame.Socket
+	c *streamConn
+}
+
+var _ transport.Socket = (*socket)(nil)
+
+func newSocket(c *streamConn, max int) *socket {
+	return &socket{Socket: frame.NewSocket(c, max), c: c}
+}
+
+// Send sends m. A write deadline already past fails it with ErrTimeout and
+// leaves the socket usable: frame.Socket would close the socket on any
+// failed write over a connection that is not a raw TCP one, since it cannot
+// tell a write that sent nothing from one that sent part of a frame.
+func (s *socket) Send(m *transport.Message) error {
+	if !s.c.closed.Load() && s.c.writeDeadlinePassed() {
+		return transport.ErrTimeout
+	}
+	return s.Socket.Send(m)
+}
