@@ -108,3 +108,13 @@ type Transport interface {
 type FrameLimiter interface {
 	MaxFrameSize() int
 }
+
+// AddrSpacer is implemented by a Transport, and by the addresses its
+// listeners report, when its addresses are not shared by the whole process:
+// two memory Transports may each have a listener named "svc". AddrSpace
+// returns a comparable value naming the address space; an address is the
+// same place only within one space. Transports without it share the
+// process-wide space of the host's network.
+type AddrSpacer interface {
+	AddrSpace() any
+}

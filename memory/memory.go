@@ -20,6 +20,18 @@ func (Addr) Network() string { return "memory" }
 // String returns the address itself.
 func (a Addr) String() string { return string(a) }
 
+// spacedAddr is a listener's address: an Addr that also names the Transport
+// whose address space it belongs to (transport.AddrSpacer).
+type spacedAddr struct {
+	Addr
+	space *Transport
+}
+
+func (a spacedAddr) AddrSpace() any { return a.space }
+
+// AddrSpace returns t itself: each Transport is an address space of its own.
+func (t *Transport) AddrSpace() any { return t }
+
 // backlog is how many dialled sockets wait for Accept before Dial blocks, the
 // analogue of a TCP listen backlog.
 const backlog = 128
@@ -36,6 +48,7 @@ type Transport struct {
 
 var _ transport.Transport = (*Transport)(nil)
 var _ transport.FrameLimiter = (*Transport)(nil)
+var _ transport.AddrSpacer = (*Transport)(nil)
 
 // New returns a Transport with its own, empty address space. It understands
 // transport.WithMaxFrameSize; TLS has no meaning without a wire and is
@@ -160,4 +173,4 @@ func (l *listener) Close() error {
 	return nil
 }
 
-func (l *listener) Addr() net.Addr { return l.addr }
+func (l *listener) Addr() net.Addr { return spacedAddr{l.addr, l.t} }

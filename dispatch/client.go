@@ -1,0 +1,163 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/codec"
+)
+
+// Client calls the methods of one address. It is safe for concurrent use:
+// many calls share one socket, matched by sequence number.
+type Client struct {
+	tr    transport.Transport
+	addr  string
+	key   regKey
+	opts  clientOptions
+	limit int // the transport's frame limit, for the shortcut's copy mode
+
+	mu         sync.Mutex
+	conn       *clientConn // nil until needed, and after it fails
+	closed     bool
+	closedFlag atomic.Bool // closed, readable without the lock
+}
+
+// Dial returns a Client of the service at addr over tr. With WithShortcut,
+// when a Server of this process serves addr, no socket is opened; otherwise
+// Dial connects now, so that an address nobody serves fails here, as with
+// net/rpc. A connection that fails later is dialled again by the next call.
+func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...ClientOption) (*Client, error) {
+	o := clientOptions{codec: codec.Msgpack}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), opts: o, limit: transport.DefaultMaxFrameSize}
+	if fl, ok := tr.(transport.FrameLimiter); ok {
+		c.limit = fl.MaxFrameSize()
+	}
+	if o.shortcut != ShortcutOff && shortcuts.lookup(c.key) != nil {
+		return c, nil
+	}
+	if _, err := c.connect(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// connect returns the live connection, dialling one if there is none.
+func (c *Client) connect(ctx context.Context) (*clientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrShutdown
+	}
+	if c.conn != nil && !c.conn.failed() {
+		return c.conn, nil
+	}
+	sock, err := c.tr.Dial(ctx, c.addr)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: dial %s %s: %w", c.tr, c.addr, err)
+	}
+	c.conn = newClientConn(sock, c.opts.codec)
+	return c.conn, nil
+}
+
+// Close closes the Client. Calls in flight on the network fail with
+// ErrShutdown; calls in flight on the shortcut finish, but return
+// ErrShutdown too, so the outcome is the same on every path.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrShutdown
+	}
+	c.closed = true
+	c.closedFlag.Store(true)
+	conn := c.conn
+	c.mu.Unlock()
+	if conn != nil {
+		conn.close()
+	}
+	return nil
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// Call calls serviceMethod ("Service.Method") with args and waits for the
+// reply, which it writes to reply, a non-nil pointer. *reply is zeroed
+// first and left zero on error. A handler's error is an *Error; a failure of
+// the connection is not (see ErrShutdown). When ctx ends first, Call
+// returns an *Error matching ctx.Err(), and the handler's context is
+// cancelled.
+func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any) error {
+	if err := checkReply(reply); err != nil {
+		return err
+	}
+	if c.opts.shortcut != ShortcutOff {
+		if srv := shortcuts.lookup(c.key); srv != nil {
+			if err, done := c.shortcut(ctx, srv, serviceMethod, args, reply); done {
+				return err
+			}
+		}
+	}
+	if c.isClosed() {
+		return ErrShutdown
+	}
+	if ctx.Err() != nil {
+		return ctxError(ctx)
+	}
+	zero(reply)
+	conn, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	return conn.call(ctx, serviceMethod, args, reply)
+}
+
+// checkReply is the nil rule, the same on every path.
+func checkReply(reply any) error {
+	if reply == nil {
+		return ErrNilReply
+	}
+	v := reflect.ValueOf(reply)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return ErrNilReply
+	}
+	return nil
+}
+
+// Call is an asynchronous call made by Go.
+type Call struct {
+	ServiceMethod string
+	Args          any
+	Reply         any
+	Error         error      // set when the call is complete
+	Done          chan *Call // receives the Call when it is complete
+}
+
+// Go starts a call and returns at once; the Call is sent on done when it
+// completes. done must be buffered (or nil, for a new channel of 1): Go
+// panics on an unbuffered one, as net/rpc does.
+func (c *Client) Go(ctx context.Context, serviceMethod string, args, reply any, done chan *Call) *Call {
+	if done == nil {
+		done = make(chan *Call, 1)
+	} else if cap(done) == 0 {
+		panic("dispatch: done channel is unbuffered")
+	}
+	call := &Call{ServiceMethod: serviceMethod, Args: args, Reply: reply, Done: done}
+	go func() {
+		call.Error = c.Call(ctx, serviceMethod, args, reply)
+		call.Done <- call
+	}()
+	return call
+}

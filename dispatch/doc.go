@@ -1,0 +1,30 @@
+// Package dispatch serves net/rpc-style services over any transport and
+// calls them, with one router, one interceptor chain, one error mapping,
+// one nil rule, one panic rule and one deadline rule applied by the same code
+// on every path:
+//
+//   - the network paths: a Client over a transport.Socket (memory, tcp or
+//     mux) to a Server serving the matching Listener;
+//   - the shortcut: a Client made with WithShortcut whose dialled address is
+//     served by a Server in this process calls that Server's router
+//     directly, with no socket, in one of two modes — ShortcutCopy (the codec
+//     runs once each way; caller and handler share no memory) or
+//     ShortcutDirect (no codec; see ShortcutDirect for the aliasing contract).
+//
+// What a service or caller can observe is the same on every path; only the
+// time differs. The rules:
+//
+//   - Replies. reply must be a non-nil pointer; Call zeroes *reply before the
+//     call, and on error *reply is left zero.
+//   - Errors. A handler's error reaches the caller as an *Error with the same
+//     Code and Message; failures of the connection are not *Error (see
+//     ErrShutdown). Unknown services and methods use net/rpc's wording.
+//   - Panics. A handler panic becomes an *Error with CodeInternal; neither
+//     process dies.
+//   - Deadlines. The caller's deadline reaches the handler's context;
+//     cancelling the caller's context cancels the handler's. When the
+//     caller's context ends first, Call returns an *Error matching
+//     context.DeadlineExceeded or context.Canceled.
+//   - Context values. Only metadata (WithMetadata, MetadataFrom) crosses from
+//     caller to handler; no other context value does.
+package dispatch

@@ -1,0 +1,59 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// gate counts the calls inside a Server and closes to new ones at shutdown,
+// so that Shutdown can wait for exactly the calls already admitted. It is one
+// atomic word, because the shortcut passes through it on every call.
+type gate struct {
+	n         atomic.Int64 // calls inside, plus closingBit once closed
+	idle      chan struct{}
+	closeOnce sync.Once
+}
+
+const closingBit = 1 << 62
+
+func newGate() *gate { return &gate{idle: make(chan struct{})} }
+
+// enter admits a call, or reports false once the gate is closed.
+func (g *gate) enter() bool {
+	for {
+		v := g.n.Load()
+		if v&closingBit != 0 {
+			return false
+		}
+		if g.n.CompareAndSwap(v, v+1) {
+			return true
+		}
+	}
+}
+
+// leave ends a call admitted by enter.
+func (g *gate) leave() {
+	if g.n.Add(-1) == closingBit {
+		close(g.idle)
+	}
+}
+
+// close turns new calls away.
+func (g *gate) close() {
+	g.closeOnce.Do(func() {
+		if g.n.Add(closingBit) == closingBit {
+			close(g.idle)
+		}
+	})
+}
+
+// wait returns when every admitted call has left, or ctx ends first.
+func (g *gate) wait(ctx context.Context) error {
+	select {
+	case <-g.idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,214 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"go/token"
+	"reflect"
+	"strings"
+)
+
+// Handler is one step of a call: the method itself, or the rest of the
+// interceptor chain. args and reply are pointers (*A and *R) on every path.
+type Handler func(ctx context.Context, args, reply any) error
+
+// Interceptor wraps every call on every path. It sees the method name
+// ("Service.Method"), the decoded arguments and the reply to fill, and calls
+// next to go on; what it returns is what the caller gets. Interceptors run in
+// the order given to WithInterceptors, the first outermost.
+type Interceptor func(ctx context.Context, method string, args, reply any, next Handler) error
+
+// method is one callable method, however it was registered.
+type method struct {
+	name      string
+	argType   reflect.Type // A, as the handler receives *A
+	replyType reflect.Type // R, as the handler receives *R
+	newArgs   func() any   // a new *A
+	newReply  func() any   // a new *R
+	// direct converts the caller's args to what the handler takes without
+	// copying, when the types allow; ok is false otherwise.
+	direct func(args any) (a any, ok bool)
+	// zeroReply reports whether reply is a *R and, if so, zeroes it.
+	zeroReply func(reply any) bool
+	call      Handler // the method alone
+	handler   Handler // the method inside the interceptor chain
+}
+
+var (
+	typeOfError   = reflect.TypeFor[error]()
+	typeOfContext = reflect.TypeFor[context.Context]()
+)
+
+// Handle registers fn as the method name ("Service.Method") of srv. The call
+// needs no reflection: it is the fastest way to serve a method, above all on
+// the shortcut.
+func Handle[A, R any](srv *Server, name string, fn func(ctx context.Context, args *A, reply *R) error) error {
+	if fn == nil {
+		return fmt.Errorf("dispatch: Handle %s: nil function", name)
+	}
+	m := &method{
+		name:      name,
+		argType:   reflect.TypeFor[A](),
+		replyType: reflect.TypeFor[R](),
+		newArgs:   func() any { return new(A) },
+		newReply:  func() any { return new(R) },
+		direct: func(args any) (any, bool) {
+			switch a := args.(type) {
+			case *A:
+				if a == nil {
+					return new(A), true
+				}
+				return a, true
+			case A:
+				p := new(A)
+				*p = a
+				return p, true
+			case nil:
+				return new(A), true
+			}
+			return nil, false
+		},
+		zeroReply: func(reply any) bool {
+			r, ok := reply.(*R)
+			if ok {
+				var zero R
+				*r = zero
+			}
+			return ok
+		},
+		call: func(ctx context.Context, args, reply any) error {
+			return fn(ctx, args.(*A), reply.(*R))
+		},
+	}
+	return srv.add(m)
+}
+
+// reflectMethod builds a method from a receiver's method of net/rpc's shape
+// (args A or *A, reply *R, returning error), optionally taking a
+// context.Context first. It returns nil for methods of any other shape.
+func reflectMethod(service string, rcvr reflect.Value, m reflect.Method) *method {
+	if !m.IsExported() {
+		return nil
+	}
+	t := m.Type
+	withCtx := t.NumIn() == 4 && t.In(1) == typeOfContext
+	if !(t.NumIn() == 3 || withCtx) || t.NumOut() != 1 || t.Out(0) != typeOfError {
+		return nil
+	}
+	first := 1
+	if withCtx {
+		first = 2
+	}
+	argT, replyT := t.In(first), t.In(first+1)
+	if replyT.Kind() != reflect.Pointer || !exportedOrBuiltin(argT) || !exportedOrBuiltin(replyT) {
+		return nil
+	}
+	argsPtr := argT.Kind() == reflect.Pointer
+	a := argT
+	if argsPtr {
+		a = argT.Elem()
+	}
+	ptrA := reflect.PointerTo(a)
+	r := replyT.Elem()
+	fn := m.Func
+	return &method{
+		name:      service + "." + m.Name,
+		argType:   a,
+		replyType: r,
+		newArgs:   func() any { return reflect.New(a).Interface() },
+		newReply:  func() any { return reflect.New(r).Interface() },
+		direct: func(args any) (any, bool) {
+			if args == nil {
+				return reflect.New(a).Interface(), true
+			}
+			v := reflect.ValueOf(args)
+			switch v.Type() {
+			case ptrA:
+				if v.IsNil() {
+					return reflect.New(a).Interface(), true
+				}
+				return args, true
+			case a:
+				p := reflect.New(a)
+				p.Elem().Set(v)
+				return p.Interface(), true
+			}
+			return nil, false
+		},
+		zeroReply: func(reply any) bool {
+			v := reflect.ValueOf(reply)
+			if v.Type() != replyT {
+				return false
+			}
+			v.Elem().SetZero()
+			return true
+		},
+		call: func(ctx context.Context, args, reply any) error {
+			av := reflect.ValueOf(args) // *A
+			if !argsPtr {
+				av = av.Elem()
+			}
+			var out []reflect.Value
+			if withCtx {
+				out = fn.Call([]reflect.Value{rcvr, reflect.ValueOf(ctx), av, reflect.ValueOf(reply)})
+			} else {
+				out = fn.Call([]reflect.Value{rcvr, av, reflect.ValueOf(reply)})
+			}
+			if err := out[0].Interface(); err != nil {
+				return err.(error)
+			}
+			return nil
+		},
+	}
+}
+
+func exportedOrBuiltin(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return token.IsExported(t.Name()) || t.PkgPath() == ""
+}
+
+// Register publishes the methods of rcvr that have net/rpc's shape —
+// func (t *T) M(args A, reply *R) error, with A a value or a pointer — or
+// the same with a context.Context first, under the name of rcvr's type.
+// Other methods are ignored. It is an error if there are none, or if the
+// service name is taken.
+func (s *Server) Register(rcvr any) error {
+	return s.register(rcvr, "", false)
+}
+
+// RegisterName is Register with the service name given.
+func (s *Server) RegisterName(name string, rcvr any) error {
+	return s.register(rcvr, name, true)
+}
+
+func (s *Server) register(rcvr any, name string, useName bool) error {
+	if rcvr == nil {
+		return errors.New("dispatch: Register of nil")
+	}
+	v := reflect.ValueOf(rcvr)
+	if !useName {
+		name = reflect.Indirect(v).Type().Name()
+	}
+	if name == "" {
+		return fmt.Errorf("dispatch: no service name for type %s", v.Type())
+	}
+	if !useName && !token.IsExported(name) {
+		return fmt.Errorf("dispatch: type %s is not exported", name)
+	}
+	if strings.Contains(name, ".") {
+		return fmt.Errorf("dispatch: service name %q contains a dot", name)
+	}
+	var ms []*method
+	for i := range v.Type().NumMethod() {
+		if m := reflectMethod(name, v, v.Type().Method(i)); m != nil {
+			ms = append(ms, m)
+		}
+	}
+	if len(ms) == 0 {
+		return fmt.Errorf("dispatch: type %s has no methods of a suitable shape (func (t *T) M([ctx context.Context,] args A, reply *R) error)", v.Type())
+	}
+	return s.add(ms...)
+}

@@ -1,0 +1,215 @@
+package dispatch_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/zerodial/transport/dispatch"
+)
+
+// outcome is everything a caller and a service can observe of one call.
+// The parity suite demands the same outcome on every path.
+type outcome struct {
+	Reply       string
+	Err         string
+	ErrType     string
+	Code        dispatch.Code
+	IsDeadline  bool
+	IsCanceled  bool
+	Interceptor []string
+	Extra       string
+}
+
+func observe(e *env, reply any, err error) outcome {
+	o := outcome{Reply: "<nil>", Interceptor: e.rec.take()}
+	if v := reflect.ValueOf(reply); v.Kind() == reflect.Pointer && !v.IsNil() {
+		o.Reply = fmt.Sprintf("%+v", v.Elem())
+	}
+	if err != nil {
+		o.Err = err.Error()
+		o.ErrType = fmt.Sprintf("%T", err)
+		var de *dispatch.Error
+		if errors.As(err, &de) {
+			o.Code = de.Code
+		}
+		o.IsDeadline = errors.Is(err, context.DeadlineExceeded)
+		o.IsCanceled = errors.Is(err, context.Canceled)
+	}
+	return o
+}
+
+type parityCase struct {
+	name string
+	run  func(t *testing.T, e *env) outcome
+	// check asserts what the outcome must be, beyond being the same on
+	// every path.
+	check func(t *testing.T, o outcome)
+}
+
+func call(method string, args any, reply any) func(t *testing.T, e *env) outcome {
+	return func(t *testing.T, e *env) outcome {
+		err := e.client.Call(context.Background(), method, args, reply)
+		return observe(e, reply, err)
+	}
+}
+
+func wantReply(s string) func(t *testing.T, o outcome) {
+	return func(t *testing.T, o outcome) {
+		assert.Empty(t, o.Err)
+		assert.Equal(t, s, o.Reply)
+	}
+}
+
+func wantErr(code dispatch.Code, msg string) func(t *testing.T, o outcome) {
+	return func(t *testing.T, o outcome) {
+		assert.Equal(t, "*dispatch.Error", o.ErrType)
+		assert.Equal(t, code, o.Code)
+		assert.Equal(t, msg, o.Err)
+	}
+}
+
+func intPtr(v int) *int { return &v }
+
+var parityCases = []parityCase{
+	{"value args", call("Arith.Multiply", Args{6, 7}, new(int)), wantReply(ptr(42))},
+	{"pointer args to value method", call("Arith.Multiply", &Args{6, 7}, new(int)), wantReply(ptr(42))},
+	{"pointer args", call("Arith.MultiplyPtr", &Args{3, 5}, new(int)), wantReply(ptr(15))},
+	{"value args to pointer method", call("Arith.MultiplyPtr", Args{3, 5}, new(int)), wantReply(ptr(15))},
+	{"nil args", call("Arith.Multiply", nil, intPtr(9)), wantReply(ptr(0))},
+	{"generic handler", call("Gen.Add", &Args{2, 3}, new(int)), wantReply(ptr(5))},
+	{"struct reply", call("Arith.Fill", Args{4, 5}, &Reply{}), wantReply("{X:4 S:5 List:[4 5]}")},
+	{"reply zeroed first", call("Arith.Fill", Args{4, 5}, &Reply{X: 99, S: "old", List: []int{1, 2, 3}}), wantReply("{X:4 S:5 List:[4 5]}")},
+	{"zero reply", call("Arith.Nothing", Args{}, &Reply{X: 99, S: "old"}), wantReply("{X:0 S: List:[]}")},
+	{"handler error", call("Arith.Fail", Args{}, &Reply{X: 1}), func(t *testing.T, o outcome) {
+		wantErr(dispatch.CodeUnknown, "arith: boom")(t, o)
+		assert.Equal(t, "{X:0 S: List:[]}", o.Reply, "a failed call leaves the reply zero")
+	}},
+	{"handler error with code", call("Arith.FailCode", Args{}, new(int)), wantErr("custom", "arith: custom failure")},
+	{"handler panic", call("Arith.Panic", Args{}, new(int)), wantErr(dispatch.CodeInternal, "dispatch: panic in Arith.Panic: kaboom")},
+	{"unknown service", call("Nope.Multiply", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find service Nope.Multiply")},
+	{"unknown method", call("Arith.Nope", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find method Arith.Nope")},
+	{"unexported method", call("Arith.notExported", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find method Arith.notExported")},
+	{"ill-formed name", call("ArithMultiply", Args{}, new(int)), wantErr(dispatch.CodeInvalidArgument, "rpc: service/method request ill-formed: ArithMultiply")},
+	{"wrong args type", call("Arith.Multiply", "not args", new(int)), func(t *testing.T, o outcome) {
+		assert.Equal(t, dispatch.CodeInvalidArgument, o.Code)
+		assert.True(t, strings.HasPrefix(o.Err, "dispatch: decoding arguments of Arith.Multiply: "), o.Err)
+	}},
+	{"nil reply", call("Arith.Multiply", Args{}, nil), func(t *testing.T, o outcome) {
+		assert.Equal(t, dispatch.ErrNilReply.Error(), o.Err)
+		assert.Empty(t, o.Interceptor, "no call is made")
+	}},
+	{"typed nil reply", call("Arith.Multiply", Args{}, (*int)(nil)), func(t *testing.T, o outcome) {
+		assert.Equal(t, dispatch.ErrNilReply.Error(), o.Err)
+	}},
+	{"raw frames", call("Arith.Echo", []byte("\x00raw\xff"), new([]byte)), wantReply("[0 114 97 119 255]")},
+	{"deadline exceeded", func(t *testing.T, e *env) outcome {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		reply := intPtr(5)
+		err := e.client.Call(ctx, "Arith.Sleep", Args{A: 5000}, reply)
+		o := observe(e, reply, err)
+		// The caller may return before the handler does: timing, not
+		// outcome. Wait for the handler, then compare what it saw.
+		o.Interceptor = e.rec.waitFor(o.Interceptor, "<outer")
+		return o
+	}, func(t *testing.T, o outcome) {
+		assert.True(t, o.IsDeadline)
+		wantErr(dispatch.CodeDeadlineExceeded, "context deadline exceeded")(t, o)
+		assert.Equal(t, ptr(0), o.Reply)
+	}},
+	{"deadline already passed", func(t *testing.T, e *env) outcome {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		defer cancel()
+		reply := new(int)
+		err := e.client.Call(ctx, "Arith.Multiply", Args{2, 2}, reply)
+		return observe(e, reply, err)
+	}, func(t *testing.T, o outcome) {
+		assert.True(t, o.IsDeadline)
+		assert.Empty(t, o.Interceptor, "the handler never runs")
+	}},
+	{"cancellation reaches the handler", func(t *testing.T, e *env) outcome {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		reply := new(int)
+		go func() { errc <- e.client.Call(ctx, "Arith.Block", Args{}, reply) }()
+		<-e.arith.started
+		cancel()
+		err := <-errc
+		o := observe(e, reply, err)
+		select {
+		case herr := <-e.arith.canceled:
+			o.Extra = "handler saw: " + herr.Error()
+		case <-time.After(2 * time.Second):
+			o.Extra = "handler context never ended"
+		}
+		o.Interceptor = e.rec.waitFor(o.Interceptor, "<outer")
+		return o
+	}, func(t *testing.T, o outcome) {
+		assert.True(t, o.IsCanceled)
+		wantErr(dispatch.CodeCanceled, "context canceled")(t, o)
+		assert.Equal(t, "handler saw: context canceled", o.Extra)
+	}},
+	{"deadline and metadata reach the handler, nothing else does", func(t *testing.T, e *env) outcome {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ctx = context.WithValue(ctx, foreignKey{}, "secret")
+		ctx = dispatch.WithMetadata(ctx, dispatch.Metadata{"user": "alice", "ключ": "значение"})
+		ctx = dispatch.WithMetadata(ctx, dispatch.Metadata{"trace": "t-1"})
+		reply := new(CtxInfo)
+		err := e.client.Call(ctx, "Arith.Context", Args{A: 5000}, reply)
+		return observe(e, reply, err)
+	}, wantReply("{HasDeadline:true DeadlineSane:true Metadata:map[trace:t-1 user:alice ключ:значение] SawForeign:false}")},
+	{"no deadline, no metadata", call("Arith.Context", Args{A: 1}, new(CtxInfo)),
+		wantReply("{HasDeadline:false DeadlineSane:false Metadata:map[] SawForeign:false}")},
+	{"body near the frame limit", func(t *testing.T, e *env) outcome {
+		data := bytes.Repeat([]byte{0xab}, e.limit-1024)
+		reply := new(Blob)
+		err := e.client.Call(context.Background(), "Arith.EchoBlob", &Blob{Data: data}, reply)
+		o := observe(e, nil, err)
+		o.Extra = fmt.Sprintf("same=%v", bytes.Equal(reply.Data, data))
+		return o
+	}, func(t *testing.T, o outcome) {
+		assert.Empty(t, o.Err)
+		assert.Equal(t, "same=true", o.Extra)
+	}},
+}
+
+func ptr(v int) string { return fmt.Sprint(v) }
+
+// TestParity runs every case on every path and demands the same outcome.
+func TestParity(t *testing.T) {
+	results := make(map[string]map[string]outcome) // case -> path -> outcome
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t)
+			for _, c := range parityCases {
+				t.Run(c.name, func(t *testing.T) {
+					o := c.run(t, e)
+					c.check(t, o)
+					if results[c.name] == nil {
+						results[c.name] = make(map[string]outcome)
+					}
+					results[c.name][p.name] = o
+				})
+			}
+		})
+	}
+	for _, c := range parityCases {
+		base := results[c.name][paths[0].name]
+		for _, p := range paths[1:] {
+			got, ok := results[c.name][p.name]
+			if !ok {
+				continue
+			}
+			assert.Equal(t, base, got, "case %q: %s differs from %s", c.name, p.name, paths[0].name)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package dispatch
+
+import (
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zerodial/transport"
+)
+
+// regKey names a place a Server serves: an address within an address space
+// (nil for the host's network; see transport.AddrSpacer).
+type regKey struct {
+	space any
+	addr  string
+}
+
+// registry maps the addresses Servers of this process serve to those
+// Servers. Reads are lock-free — every shortcut call does one — and writes
+// copy the map.
+type registry struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[regKey]*Server]
+}
+
+// shortcuts is the process-local registry: the one piece of package state,
+// since the point is to find a Server of this process by address alone.
+var shortcuts registry
+
+func (r *registry) lookup(k regKey) *Server {
+	m := r.m.Load()
+	if m == nil {
+		return nil
+	}
+	return (*m)[k]
+}
+
+// add registers srv under every form of a a client is likely to dial, and
+// returns the function that removes exactly those entries. A form already
+// taken by another Server is left to it.
+func (r *registry) add(a net.Addr, srv *Server) (remove func()) {
+	keys := serverKeys(a)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := r.clone()
+	var mine []regKey
+	for _, k := range keys {
+		if _, taken := next[k]; !taken {
+			next[k] = srv
+			mine = append(mine, k)
+		}
+	}
+	r.m.Store(&next)
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		next := r.clone()
+		for _, k := range mine {
+			if next[k] == srv {
+				delete(next, k)
+			}
+		}
+		r.m.Store(&next)
+	}
+}
+
+func (r *registry) clone() map[regKey]*Server {
+	next := make(map[regKey]*Server)
+	if m := r.m.Load(); m != nil {
+		for k, v := range *m {
+			next[k] = v
+		}
+	}
+	return next
+}
+
+func spaceOf(v any) any {
+	if s, ok := v.(transport.AddrSpacer); ok {
+		return s.AddrSpace()
+	}
+	return nil
+}
+
+// clientKey is the key a Client of tr dialling addr looks up.
+func clientKey(tr transport.Transport, addr string) regKey {
+	return regKey{space: spaceOf(tr), addr: addr}
+}
+
+// serverKeys lists the forms of a listener's address a local client is
+// likely to dial and that reach the same listener over the network: the
+// address itself; for a loopback IP also localhost:P; for an unspecified IP
+// also :P, localhost:P and the loopback and unspecified literals of its
+// family (both families for [::], which Go listens on dual-stack).
+func serverKeys(a net.Addr) []regKey {
+	space := spaceOf(a)
+	keys := []regKey{{space, a.String()}}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil || space != nil {
+		return keys
+	}
+	ip := ap.Addr()
+	port := strconv.Itoa(int(ap.Port()))
+	var forms []string
+	switch {
+	case ip.IsLoopback():
+		forms = []string{"localhost:" + port}
+	case ip.IsUnspecified() && ip.Is4():
+		forms = []string{":" + port, "localhost:" + port, "127.0.0.1:" + port, "0.0.0.0:" + port}
+	case ip.IsUnspecified():
+		forms = []string{":" + port, "localhost:" + port, "127.0.0.1:" + port, "0.0.0.0:" + port, "[::1]:" + port, "[::]:" + port}
+	}
+	for _, f := range forms {
+		if f != a.String() {
+			keys = append(keys, regKey{space, f})
+		}
+	}
+	return keys
+}

@@ -1,0 +1,207 @@
+package dispatch
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/codec"
+)
+
+// serverConn serves the calls arriving on one socket.
+type serverConn struct {
+	srv  *Server
+	sock transport.Socket
+
+	mu    sync.Mutex
+	calls map[uint64]context.CancelFunc // calls in flight, for Cancel messages
+}
+
+// serve reads requests until the socket fails. Arguments are decoded here,
+// since the next Recv reuses the buffer; each call then runs in a goroutine
+// of its own, as in net/rpc, so a slow handler holds up nobody.
+func (c *serverConn) serve() {
+	defer c.srv.untrack(c)
+	defer c.sock.Close()
+	defer c.cancelAll()
+	var m transport.Message
+	for {
+		if err := c.sock.Recv(&m); err != nil {
+			return
+		}
+		seqText := m.Header[headerSeq]
+		seq, err := strconv.ParseUint(seqText, 10, 64)
+		if err != nil {
+			// Without a sequence number no reply can be matched: the
+			// peer does not speak this protocol.
+			c.srv.opts.logger.Warn("dispatch: closing connection: request without a valid Seq", "remote", c.sock.RemoteAddr(), "seq", seqText)
+			return
+		}
+		if _, ok := m.Header[headerCancel]; ok {
+			c.cancel(seq)
+			continue
+		}
+		c.start(&m, seq, seqText)
+	}
+}
+
+// start begins one call, or answers it at once with an error.
+func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) {
+	name := m.Header[headerServiceMethod]
+	if !c.srv.gate.enter() {
+		c.reply(seqText, name, nil, nil, errShuttingDown)
+		return
+	}
+	meth, e := c.srv.lookup(name)
+	var cdc codec.Codec
+	if e == nil {
+		cdc, e = c.srv.codecFor(m.Header[headerContentType])
+	}
+	var args any
+	if e == nil {
+		args = meth.newArgs()
+		e = decodeArgs(cdc, meth, m.Body, args)
+	}
+	if e != nil {
+		c.reply(seqText, name, nil, nil, e)
+		c.srv.gate.leave()
+		return
+	}
+
+	var md Metadata
+	for k, v := range m.Header {
+		if key, ok := strings.CutPrefix(k, metadataPrefix); ok {
+			if md == nil {
+				md = make(Metadata)
+			}
+			md[key] = v
+		}
+	}
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if t, ok := m.Header[headerTimeout]; ok {
+		d, valid := parseTimeout(t)
+		if !valid {
+			c.reply(seqText, name, nil, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Timeout " + strconv.Quote(t)})
+			c.srv.gate.leave()
+			return
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), d)
+	} else {
+		ctx, cancel = context.WithCancel(context.Background())
+	}
+
+	c.mu.Lock()
+	if _, dup := c.calls[seq]; dup {
+		c.mu.Unlock()
+		cancel()
+		c.reply(seqText, name, nil, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: duplicate Seq " + seqText + " in flight"})
+		c.srv.gate.leave()
+		return
+	}
+	c.calls[seq] = cancel
+	c.mu.Unlock()
+
+	go func() {
+		defer c.srv.gate.leave()
+		reply := meth.newReply()
+		e := c.srv.invoke(&callContext{Context: ctx, md: md}, meth, args, reply)
+		c.mu.Lock()
+		delete(c.calls, seq)
+		c.mu.Unlock()
+		cancel()
+		c.reply(seqText, name, cdc, reply, e)
+	}()
+}
+
+func (c *serverConn) cancel(seq uint64) {
+	c.mu.Lock()
+	cancel := c.calls[seq]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// cancelAll ends the contexts of every call in flight: their caller can no
+// longer receive a reply.
+func (c *serverConn) cancelAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cancel := range c.calls {
+		cancel()
+	}
+}
+
+// response is a reusable reply message and its body buffer.
+type response struct {
+	msg transport.Message
+	buf []byte
+}
+
+var responses = sync.Pool{New: func() any {
+	return &response{msg: transport.Message{Header: make(map[string]string, 4)}}
+}}
+
+// maxPooledBody bounds the body buffer a pooled response keeps.
+const maxPooledBody = 64 << 10
+
+// reply sends the response to one call. A reply that cannot be encoded is
+// answered with an error instead; a reply that cannot be sent at all closes
+// the connection, so the caller sees a failure rather than waiting forever.
+func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, e *Error) {
+	r := responses.Get().(*response)
+	defer func() {
+		r.msg.Body = nil
+		if cap(r.buf) > maxPooledBody {
+			r.buf = nil
+		}
+		responses.Put(r)
+	}()
+	body := r.buf[:0]
+	if e == nil {
+		var err error
+		if body, err = appendMarshal(cdc, body, reply); err != nil {
+			e = encodeError(name, err)
+			body = body[:0]
+		}
+	}
+	r.buf = body
+	h := r.msg.Header
+	clear(h)
+	h[headerServiceMethod] = name
+	h[headerSeq] = seqText
+	if e != nil {
+		h[headerError] = e.Message
+		if e.Code != CodeUnknown {
+			h[headerErrorCode] = string(e.Code)
+		}
+		body = body[:0]
+	}
+	r.msg.Body = body
+	err := c.sock.Send(&r.msg)
+	if err == nil {
+		return
+	}
+	if e == nil && isFrameTooLarge(err) {
+		// The connection is fine; only this reply is too big.
+		c.reply(seqText, name, nil, nil, &Error{Code: CodeInternal, Message: "dispatch: reply of " + name + " is too large: " + err.Error()})
+		return
+	}
+	c.sock.Close()
+}
+
+// appendMarshal encodes v with c into dst, without allocating when c can
+// append.
+func appendMarshal(c codec.Codec, dst []byte, v any) ([]byte, error) {
+	if a, ok := c.(codec.Appender); ok {
+		return a.AppendMarshal(dst, v)
+	}
+	b, err := c.Marshal(v)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}

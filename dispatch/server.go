@@ -1,0 +1,322 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/codec"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("dispatch: server closed")
+
+// Server serves registered methods on any number of listeners, and to
+// Clients of this process through the shortcut.
+type Server struct {
+	opts   serverOptions
+	routes atomic.Pointer[map[string]*method]
+	regMu  sync.Mutex
+	gate   *gate
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[transport.Listener]struct{}
+	conns     map[*serverConn]struct{}
+	serving   sync.WaitGroup // Serve loops and connections
+}
+
+// NewServer returns a Server with no methods.
+func NewServer(opts ...ServerOption) *Server {
+	o := serverOptions{logger: slog.New(slog.DiscardHandler), codecs: map[string]codec.Codec{codec.Msgpack.Name(): codec.Msgpack}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	s := &Server{
+		opts:      o,
+		gate:      newGate(),
+		listeners: make(map[transport.Listener]struct{}),
+		conns:     make(map[*serverConn]struct{}),
+	}
+	empty := map[string]*method{}
+	s.routes.Store(&empty)
+	return s
+}
+
+// add publishes methods, all or none.
+func (s *Server) add(ms ...*method) error {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	old := *s.routes.Load()
+	next := make(map[string]*method, len(old)+len(ms))
+	for k, v := range old {
+		next[k] = v
+	}
+	for _, m := range ms {
+		dot := strings.LastIndex(m.name, ".")
+		if dot <= 0 || dot == len(m.name)-1 {
+			return fmt.Errorf("dispatch: method name %q is not of the form Service.Method", m.name)
+		}
+		if _, dup := next[m.name]; dup {
+			return fmt.Errorf("dispatch: method %s already registered", m.name)
+		}
+		m.handler = chain(s.opts.interceptors, m.name, m.call)
+		next[m.name] = m
+		next[m.name[:dot]] = nil // marks the service as known, for error wording
+	}
+	s.routes.Store(&next)
+	return nil
+}
+
+// chain wraps call in the interceptors, once, at registration, so a call
+// builds no closures.
+func chain(ics []Interceptor, name string, call Handler) Handler {
+	h := call
+	for i := len(ics) - 1; i >= 0; i-- {
+		ic, next := ics[i], h
+		h = func(ctx context.Context, args, reply any) error {
+			return ic(ctx, name, args, reply, next)
+		}
+	}
+	return h
+}
+
+// lookup is the router, shared by every path; its errors use net/rpc's
+// wording.
+func (s *Server) lookup(serviceMethod string) (*method, *Error) {
+	routes := *s.routes.Load()
+	if m := routes[serviceMethod]; m != nil {
+		return m, nil
+	}
+	dot := strings.LastIndex(serviceMethod, ".")
+	if dot < 0 {
+		return nil, &Error{Code: CodeInvalidArgument, Message: "rpc: service/method request ill-formed: " + serviceMethod}
+	}
+	if _, ok := routes[serviceMethod[:dot]]; !ok {
+		return nil, &Error{Code: CodeNotFound, Message: "rpc: can't find service " + serviceMethod}
+	}
+	return nil, &Error{Code: CodeNotFound, Message: "rpc: can't find method " + serviceMethod}
+}
+
+// invoke runs one call through the interceptor chain and the panic rule.
+// Every path calls it; what it returns is what the caller gets.
+func (s *Server) invoke(ctx context.Context, m *method, args, reply any) (e *Error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.opts.logger.Error("dispatch: handler panicked", "method", m.name, "panic", r, "stack", string(debug.Stack()))
+			e = &Error{Code: CodeInternal, Message: fmt.Sprintf("dispatch: panic in %s: %v", m.name, r)}
+		}
+	}()
+	return toError(m.handler(ctx, args, reply))
+}
+
+// codecFor returns the codec a request's Content-Type names.
+func (s *Server) codecFor(contentType string) (codec.Codec, *Error) {
+	if contentType == "" {
+		return codec.Msgpack, nil
+	}
+	if c, ok := s.opts.codecs[contentType]; ok {
+		return c, nil
+	}
+	return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("dispatch: unsupported content type %q", contentType)}
+}
+
+// decodeArgs and encodeReply word their failures the same on every path.
+func decodeArgs(c codec.Codec, m *method, body []byte, args any) *Error {
+	if err := c.Unmarshal(body, args); err != nil {
+		return &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("dispatch: decoding arguments of %s: %v", m.name, err)}
+	}
+	return nil
+}
+
+func encodeError(name string, err error) *Error {
+	return &Error{Code: CodeInternal, Message: fmt.Sprintf("dispatch: encoding reply of %s: %v", name, err)}
+}
+
+var errShuttingDown = &Error{Code: CodeUnavailable, Message: "dispatch: server is shutting down"}
+
+// Serve accepts sockets from l and serves calls on them until l fails or the
+// Server is shut down. While it serves, Clients of this process with the
+// shortcut on that dial l's address call the Server directly. After Shutdown
+// or Close it returns ErrServerClosed; when l is closed by someone else, the
+// Accept error.
+//
+// The shortcut entry is made when Serve starts, so a Client dialling at the
+// same moment may open a socket it then does not use. Start makes the entry
+// before it returns.
+func (s *Server) Serve(l transport.Listener) error {
+	stop, err := s.begin(l)
+	if err != nil {
+		return err
+	}
+	return s.acceptLoop(l, stop)
+}
+
+// Start serves l in the background, as Serve does, after making l's
+// shortcut entry: when Start returns, a shortcut Client dialling l's address
+// finds the Server. Shutdown or Close stops it; an Accept failure is logged.
+func (s *Server) Start(l transport.Listener) error {
+	stop, err := s.begin(l)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := s.acceptLoop(l, stop); err != nil && !errors.Is(err, ErrServerClosed) {
+			s.opts.logger.Error("dispatch: stopped serving", "addr", l.Addr(), "err", err)
+		}
+	}()
+	return nil
+}
+
+// begin records l and its shortcut entry; stop undoes both.
+func (s *Server) begin(l transport.Listener) (stop func(), err error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.serving.Add(1)
+	s.mu.Unlock()
+	unregister := shortcuts.add(l.Addr(), s)
+	return func() {
+		unregister()
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		s.serving.Done()
+	}, nil
+}
+
+func (s *Server) acceptLoop(l transport.Listener, stop func()) error {
+	defer stop()
+	var backoff time.Duration
+	for {
+		sock, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && !errors.Is(err, transport.ErrClosed) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		if !s.serveSocket(sock) {
+			sock.Close()
+			return ErrServerClosed
+		}
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// ServeSocket serves calls on one socket until it fails, and returns then.
+// Serve calls it for every socket it accepts; it is exported for sockets made
+// some other way (a dialled socket serving calls back, say).
+func (s *Server) ServeSocket(sock transport.Socket) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		sock.Close()
+		return
+	}
+	c := s.track(sock)
+	s.mu.Unlock()
+	c.serve()
+}
+
+// serveSocket starts serving sock in the background.
+func (s *Server) serveSocket(sock transport.Socket) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	c := s.track(sock)
+	go c.serve()
+	return true
+}
+
+// track registers a connection; s.mu is held.
+func (s *Server) track(sock transport.Socket) *serverConn {
+	c := &serverConn{srv: s, sock: sock, calls: make(map[uint64]context.CancelFunc)}
+	s.conns[c] = struct{}{}
+	s.serving.Add(1)
+	return c
+}
+
+func (s *Server) untrack(c *serverConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.serving.Done()
+}
+
+// Shutdown stops the Server gracefully: it closes the listeners and the
+// shortcut at once (new calls are turned away: on the network with
+// CodeUnavailable, on the shortcut by falling back to the transport), waits
+// for the calls in flight to finish or for ctx to end, and then closes every
+// connection. It returns ctx.Err() if ctx ended first.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopAccepting()
+	err := s.gate.wait(ctx)
+	s.closeConns()
+	if err == nil {
+		s.serving.Wait()
+	}
+	return err
+}
+
+// Close stops the Server at once: listeners and connections are closed and
+// calls in flight get no reply (their callers see the connection fail).
+func (s *Server) Close() error {
+	s.stopAccepting()
+	s.closeConns()
+	s.serving.Wait()
+	return nil
+}
+
+func (s *Server) stopAccepting() {
+	s.mu.Lock()
+	s.closed = true
+	ls := make([]transport.Listener, 0, len(s.listeners))
+	for l := range s.listeners {
+		ls = append(ls, l)
+	}
+	s.mu.Unlock()
+	s.gate.close()
+	for _, l := range ls {
+		l.Close()
+	}
+}
+
+func (s *Server) closeConns() {
+	s.mu.Lock()
+	cs := make([]*serverConn, 0, len(s.conns))
+	for c := range s.conns {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		c.sock.Close()
+	}
+}

@@ -1,0 +1,171 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zerodial/transport/dispatch"
+)
+
+// The service every path serves in these tests.
+
+type Args struct {
+	A, B int
+}
+
+type Reply struct {
+	X    int
+	S    string
+	List []int
+}
+
+type Blob struct {
+	Data []byte
+}
+
+type CtxInfo struct {
+	HasDeadline  bool
+	DeadlineSane bool // within the caller's timeout
+	Metadata     map[string]string
+	SawForeign   bool // a context value the caller set, which must not cross
+}
+
+type foreignKey struct{}
+
+type Arith struct {
+	started  chan struct{} // Block signals here when it starts
+	canceled chan error    // Block reports what ended its context
+}
+
+func newArith() *Arith {
+	return &Arith{started: make(chan struct{}, 1), canceled: make(chan error, 1)}
+}
+
+func (t *Arith) Multiply(args Args, reply *int) error {
+	*reply = args.A * args.B
+	return nil
+}
+
+func (t *Arith) MultiplyPtr(args *Args, reply *int) error {
+	*reply = args.A * args.B
+	return nil
+}
+
+func (t *Arith) Fill(args Args, reply *Reply) error {
+	reply.X = args.A
+	reply.S = fmt.Sprint(args.B)
+	reply.List = append(reply.List, args.A, args.B)
+	return nil
+}
+
+func (t *Arith) Nothing(args Args, reply *Reply) error { return nil }
+
+func (t *Arith) Fail(args Args, reply *Reply) error {
+	reply.X = 7 // written, but the call fails: the caller must see zero
+	return errors.New("arith: boom")
+}
+
+func (t *Arith) FailCode(args Args, reply *int) error {
+	return fmt.Errorf("wrapped: %w", &dispatch.Error{Code: "custom", Message: "arith: custom failure"})
+}
+
+func (t *Arith) Panic(args Args, reply *int) error {
+	panic("kaboom")
+}
+
+// Sleep waits for its context, or args.A milliseconds.
+func (t *Arith) Sleep(ctx context.Context, args Args, reply *int) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(args.A) * time.Millisecond):
+		*reply = 1
+		return nil
+	}
+}
+
+// Block waits until its context ends and reports why.
+func (t *Arith) Block(ctx context.Context, args Args, reply *int) error {
+	t.started <- struct{}{}
+	<-ctx.Done()
+	t.canceled <- ctx.Err()
+	return ctx.Err()
+}
+
+func (t *Arith) Context(ctx context.Context, args Args, reply *CtxInfo) error {
+	dl, ok := ctx.Deadline()
+	reply.HasDeadline = ok
+	reply.DeadlineSane = ok && time.Until(dl) > 0 && time.Until(dl) <= time.Duration(args.A)*time.Millisecond
+	reply.Metadata = dispatch.MetadataFrom(ctx)
+	reply.SawForeign = ctx.Value(foreignKey{}) != nil
+	return nil
+}
+
+func (t *Arith) Echo(args []byte, reply *[]byte) error {
+	*reply = append((*reply)[:0], args...)
+	return nil
+}
+
+func (t *Arith) EchoBlob(args *Blob, reply *Blob) error {
+	reply.Data = append(reply.Data[:0], args.Data...)
+	return nil
+}
+
+// recorder is an interceptor that logs what it sees.
+type recorder struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (r *recorder) interceptor(name string) dispatch.Interceptor {
+	return func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
+		r.add(fmt.Sprintf("%s> %s %T %+v md=%v", name, method, args, deref(args), dispatch.MetadataFrom(ctx)))
+		err := next(ctx, args, reply)
+		r.add(fmt.Sprintf("<%s %T err=%v", name, reply, err))
+		return err
+	}
+}
+
+func deref(v any) any {
+	switch v := v.(type) {
+	case *Args:
+		return *v
+	case *Blob:
+		return len(v.Data)
+	case *[]byte:
+		return len(*v)
+	}
+	return v
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	r.log = append(r.log, s)
+	r.mu.Unlock()
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.log
+	r.log = nil
+	return l
+}
+
+// waitFor adds to got what is logged until an entry starting with prefix is
+// in it, or for two seconds.
+func (r *recorder) waitFor(got []string, prefix string) []string {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		got = append(got, r.take()...)
+		for _, s := range got {
+			if strings.HasPrefix(s, prefix) {
+				return got
+			}
+		}
+	}
+	return got
+}
