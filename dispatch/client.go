@@ -24,6 +24,7 @@ type Client struct {
 	conn       *clientConn // nil until needed, and after it fails
 	closed     bool
 	closedFlag atomic.Bool // closed, readable without the lock
+	found      atomic.Pointer[found]
 }
 
 // Dial returns a Client of the service at addr over tr. With WithShortcut,
@@ -104,7 +105,7 @@ func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any
 		return err
 	}
 	if c.opts.shortcut != ShortcutOff {
-		if srv := shortcuts.lookup(c.key); srv != nil {
+		if srv := shortcuts.lookupCached(c.key, &c.found); srv != nil {
 			if err, done := c.shortcut(ctx, srv, serviceMethod, args, reply); done {
 				return err
 			}

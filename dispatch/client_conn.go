@@ -25,7 +25,8 @@ type clientConn struct {
 	buf    []byte
 
 	mu      sync.Mutex
-	seq     uint64
+	next    uint64   // the next sequence number never used
+	free    []uint64 // numbers whose replies have come back, for reuse
 	pending map[uint64]*pending
 	err     error // why the connection ended; nil while it works
 	done    chan struct{}
@@ -38,6 +39,11 @@ type pending struct {
 	err   error
 	done  chan struct{}
 }
+
+// abandoned marks a sequence number whose caller gave up: the number is not
+// reused until the server's reply to it arrives, so a late reply can never be
+// taken for the reply to a later call.
+var abandoned = new(pending)
 
 var pendings = sync.Pool{New: func() any { return &pending{done: make(chan struct{}, 1)} }}
 
@@ -77,6 +83,9 @@ func (cc *clientConn) fail(err error) {
 	cc.pending = make(map[uint64]*pending)
 	cc.mu.Unlock()
 	for _, p := range ps {
+		if p == abandoned {
+			continue
+		}
 		p.err = err
 		p.done <- struct{}{}
 	}
@@ -91,13 +100,21 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 		release(p)
 		return ErrShutdown
 	}
-	seq := cc.seq
-	cc.seq++
+	// Reusing numbers keeps them small and few, so the header strings that
+	// carry them are the same ones again and cost no allocation.
+	var seq uint64
+	if n := len(cc.free); n > 0 {
+		seq = cc.free[n-1]
+		cc.free = cc.free[:n-1]
+	} else {
+		seq = cc.next
+		cc.next++
+	}
 	cc.pending[seq] = p
 	cc.mu.Unlock()
 
 	if err := cc.send(ctx, seq, name, args); err != nil {
-		if cc.remove(seq) {
+		if cc.remove(seq, true) {
 			release(p)
 			return err
 		}
@@ -112,7 +129,7 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 		select {
 		case <-p.done:
 		case <-d:
-			if cc.remove(seq) {
+			if cc.remove(seq, false) {
 				// A passed deadline ends the handler's context on the
 				// server by itself (the Timeout header), with the same
 				// error the handler would see on the shortcut; only a
@@ -136,16 +153,24 @@ func release(p *pending) {
 	pendings.Put(p)
 }
 
-// remove takes seq out of the pending calls, reporting whether it was there
-// (if not, the read loop or fail already owns it).
-func (cc *clientConn) remove(seq uint64) bool {
+// remove takes seq's call out of the pending calls, reporting whether it was
+// there (if not, the read loop or fail already owns it). unsent says the
+// request never left, so seq may be reused at once; otherwise seq stays
+// reserved until its reply arrives.
+func (cc *clientConn) remove(seq uint64, unsent bool) bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if _, ok := cc.pending[seq]; ok {
-		delete(cc.pending, seq)
-		return true
+	p, ok := cc.pending[seq]
+	if !ok || p == abandoned {
+		return false
 	}
-	return false
+	if unsent {
+		delete(cc.pending, seq)
+		cc.free = append(cc.free, seq)
+	} else {
+		cc.pending[seq] = abandoned
+	}
+	return true
 }
 
 // maxKeptBuffer bounds the request buffer kept between calls.
@@ -210,11 +235,14 @@ func (cc *clientConn) readLoop() {
 			return
 		}
 		cc.mu.Lock()
-		p := cc.pending[seq]
-		delete(cc.pending, seq)
+		p, ok := cc.pending[seq]
+		if ok {
+			delete(cc.pending, seq)
+			cc.free = append(cc.free, seq)
+		}
 		cc.mu.Unlock()
-		if p == nil {
-			continue // a reply to a call whose caller gave up
+		if p == nil || p == abandoned {
+			continue // a reply to a call whose caller gave up, or to none
 		}
 		if msg, failed := m.Header[headerError]; failed {
 			p.err = &Error{Code: Code(m.Header[headerErrorCode]), Message: msg}

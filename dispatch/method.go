@@ -26,6 +26,8 @@ type method struct {
 	replyType reflect.Type // R, as the handler receives *R
 	newArgs   func() any   // a new *A
 	newReply  func() any   // a new *R
+	// newPair returns a new *A and *R in one allocation.
+	newPair func() (args, reply any)
 	// direct converts the caller's args to what the handler takes without
 	// copying, when the types allow; ok is false otherwise.
 	direct func(args any) (a any, ok bool)
@@ -33,6 +35,11 @@ type method struct {
 	zeroReply func(reply any) bool
 	call      Handler // the method alone
 	handler   Handler // the method inside the interceptor chain
+	// takesCtx is false for a net/rpc-shape method without a context
+	// parameter; with no interceptors either, nobody sees the handler's
+	// context and the shortcut need not make one.
+	takesCtx bool
+	seesCtx  bool // takesCtx, or the server has interceptors
 }
 
 var (
@@ -53,6 +60,13 @@ func Handle[A, R any](srv *Server, name string, fn func(ctx context.Context, arg
 		replyType: reflect.TypeFor[R](),
 		newArgs:   func() any { return new(A) },
 		newReply:  func() any { return new(R) },
+		newPair: func() (any, any) {
+			p := new(struct {
+				a A
+				r R
+			})
+			return &p.a, &p.r
+		},
 		direct: func(args any) (any, bool) {
 			switch a := args.(type) {
 			case *A:
@@ -80,6 +94,7 @@ func Handle[A, R any](srv *Server, name string, fn func(ctx context.Context, arg
 		call: func(ctx context.Context, args, reply any) error {
 			return fn(ctx, args.(*A), reply.(*R))
 		},
+		takesCtx: true,
 	}
 	return srv.add(m)
 }
@@ -110,6 +125,7 @@ func reflectMethod(service string, rcvr reflect.Value, m reflect.Method) *method
 		a = argT.Elem()
 	}
 	ptrA := reflect.PointerTo(a)
+	pair := reflect.StructOf([]reflect.StructField{{Name: "A", Type: a}, {Name: "R", Type: replyT.Elem()}})
 	r := replyT.Elem()
 	fn := m.Func
 	return &method{
@@ -118,6 +134,10 @@ func reflectMethod(service string, rcvr reflect.Value, m reflect.Method) *method
 		replyType: r,
 		newArgs:   func() any { return reflect.New(a).Interface() },
 		newReply:  func() any { return reflect.New(r).Interface() },
+		newPair: func() (any, any) {
+			p := reflect.New(pair).Elem()
+			return p.Field(0).Addr().Interface(), p.Field(1).Addr().Interface()
+		},
 		direct: func(args any) (any, bool) {
 			if args == nil {
 				return reflect.New(a).Interface(), true
@@ -160,6 +180,7 @@ func reflectMethod(service string, rcvr reflect.Value, m reflect.Method) *method
 			}
 			return nil
 		},
+		takesCtx: withCtx,
 	}
 }
 

@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -39,24 +40,34 @@ type env struct {
 
 type path struct {
 	name  string
-	setup func(t *testing.T) *env
+	setup func(t testing.TB, o ...setupOption) *env
 }
 
 var paths = []path{
-	{"memory", func(t *testing.T) *env { return network(t, memory.New(), "") }},
-	{"tcp", func(t *testing.T) *env { return network(t, tcp.New(), "127.0.0.1:0") }},
-	{"mux", func(t *testing.T) *env {
+	{"memory", func(t testing.TB, o ...setupOption) *env { return network(t, memory.New(), "", o...) }},
+	{"tcp", func(t testing.TB, o ...setupOption) *env { return network(t, tcp.New(), "127.0.0.1:0", o...) }},
+	{"mux", func(t testing.TB, o ...setupOption) *env {
 		tr := mux.New()
 		t.Cleanup(func() { tr.Close() })
-		return network(t, tr, "127.0.0.1:0")
+		return network(t, tr, "127.0.0.1:0", o...)
 	}},
-	{"shortcut-copy", func(t *testing.T) *env { return shortcut(t, dispatch.ShortcutCopy) }},
-	{"shortcut-direct", func(t *testing.T) *env { return shortcut(t, dispatch.ShortcutDirect) }},
+	{"shortcut-copy", func(t testing.TB, o ...setupOption) *env { return shortcut(t, dispatch.ShortcutCopy, o...) }},
+	{"shortcut-direct", func(t testing.TB, o ...setupOption) *env { return shortcut(t, dispatch.ShortcutDirect, o...) }},
 }
 
-func newServer(t *testing.T) (*dispatch.Server, *Arith, *recorder) {
+// setupOption varies a path's setup.
+type setupOption int
+
+// noInterceptors leaves the recording interceptors out, for benchmarks.
+const noInterceptors setupOption = 1
+
+func newServer(t testing.TB, o ...setupOption) (*dispatch.Server, *Arith, *recorder) {
 	rec := new(recorder)
-	srv := dispatch.NewServer(dispatch.WithInterceptors(rec.interceptor("outer"), rec.interceptor("inner")))
+	var opts []dispatch.ServerOption
+	if !slices.Contains(o, noInterceptors) {
+		opts = append(opts, dispatch.WithInterceptors(rec.interceptor("outer"), rec.interceptor("inner")))
+	}
+	srv := dispatch.NewServer(opts...)
 	arith := newArith()
 	require.NoError(t, srv.Register(arith))
 	require.NoError(t, dispatch.Handle(srv, "Gen.Add", func(ctx context.Context, args *Args, reply *int) error {
@@ -67,7 +78,7 @@ func newServer(t *testing.T) (*dispatch.Server, *Arith, *recorder) {
 }
 
 // serve starts srv on a new listener of tr and returns its address.
-func serve(t *testing.T, srv *dispatch.Server, tr transport.Transport, addr string) string {
+func serve(t testing.TB, srv *dispatch.Server, tr transport.Transport, addr string) string {
 	l, err := tr.Listen(addr)
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(l))
@@ -75,8 +86,8 @@ func serve(t *testing.T, srv *dispatch.Server, tr transport.Transport, addr stri
 	return l.Addr().String()
 }
 
-func network(t *testing.T, tr transport.Transport, listen string) *env {
-	srv, arith, rec := newServer(t)
+func network(t testing.TB, tr transport.Transport, listen string, o ...setupOption) *env {
+	srv, arith, rec := newServer(t, o...)
 	addr := serve(t, srv, tr, listen)
 	c, err := dispatch.Dial(context.Background(), tr, addr)
 	require.NoError(t, err)
@@ -84,8 +95,8 @@ func network(t *testing.T, tr transport.Transport, listen string) *env {
 	return &env{client: c, arith: arith, rec: rec, limit: tr.(transport.FrameLimiter).MaxFrameSize(), server: srv, addr: addr, tr: tr}
 }
 
-func shortcut(t *testing.T, mode dispatch.ShortcutMode) *env {
-	srv, arith, rec := newServer(t)
+func shortcut(t testing.TB, mode dispatch.ShortcutMode, o ...setupOption) *env {
+	srv, arith, rec := newServer(t, o...)
 	tr := &countingTransport{Transport: tcp.New()}
 	addr := serve(t, srv, tr, "127.0.0.1:0")
 	c, err := dispatch.Dial(context.Background(), tr, addr, dispatch.WithShortcut(mode))

@@ -37,6 +37,28 @@ func (r *registry) lookup(k regKey) *Server {
 	return (*m)[k]
 }
 
+// found is a lookup remembered: valid while the registry's map is still
+// the one it was found in (writes replace the map).
+type found struct {
+	in  *map[regKey]*Server
+	srv *Server
+}
+
+// lookupCached is lookup through a Client's memory of its last answer, which
+// saves hashing the key on every call.
+func (r *registry) lookupCached(k regKey, cache *atomic.Pointer[found]) *Server {
+	m := r.m.Load()
+	if f := cache.Load(); f != nil && f.in == m {
+		return f.srv
+	}
+	var srv *Server
+	if m != nil {
+		srv = (*m)[k]
+	}
+	cache.Store(&found{in: m, srv: srv})
+	return srv
+}
+
 // add registers srv under every form of a a client is likely to dial, and
 // returns the function that removes exactly those entries. A form already
 // taken by another Server is left to it.

@@ -16,7 +16,7 @@ type serverConn struct {
 	sock transport.Socket
 
 	mu    sync.Mutex
-	calls map[uint64]context.CancelFunc // calls in flight, for Cancel messages
+	calls map[uint64]*serverCall // calls in flight, for Cancel messages
 }
 
 // serve reads requests until the socket fails. Arguments are decoded here,
@@ -59,9 +59,9 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) {
 	if e == nil {
 		cdc, e = c.srv.codecFor(m.Header[headerContentType])
 	}
-	var args any
+	var args, reply any
 	if e == nil {
-		args = meth.newArgs()
+		args, reply = meth.newPair()
 		e = decodeArgs(cdc, meth, m.Body, args)
 	}
 	if e != nil {
@@ -79,8 +79,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) {
 			md[key] = v
 		}
 	}
-	var ctx context.Context
-	var cancel context.CancelFunc
+	call := &serverCall{conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText, name: name, md: md}
 	if t, ok := m.Header[headerTimeout]; ok {
 		d, valid := parseTimeout(t)
 		if !valid {
@@ -88,40 +87,41 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) {
 			c.srv.gate.leave()
 			return
 		}
-		ctx, cancel = context.WithTimeout(context.Background(), d)
-	} else {
-		ctx, cancel = context.WithCancel(context.Background())
+		call.setDeadline(d)
 	}
 
 	c.mu.Lock()
 	if _, dup := c.calls[seq]; dup {
 		c.mu.Unlock()
-		cancel()
+		call.cancel(context.Canceled)
 		c.reply(seqText, name, nil, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: duplicate Seq " + seqText + " in flight"})
 		c.srv.gate.leave()
 		return
 	}
-	c.calls[seq] = cancel
+	c.calls[seq] = call
 	c.mu.Unlock()
 
-	go func() {
-		defer c.srv.gate.leave()
-		reply := meth.newReply()
-		e := c.srv.invoke(&callContext{Context: ctx, md: md}, meth, args, reply)
-		c.mu.Lock()
-		delete(c.calls, seq)
-		c.mu.Unlock()
-		cancel()
-		c.reply(seqText, name, cdc, reply, e)
-	}()
+	c.srv.work(call)
+}
+
+// run runs the call and sends its reply, on a worker goroutine.
+func (call *serverCall) run() {
+	c := call.conn
+	defer c.srv.gate.leave()
+	e := c.srv.invoke(call, call.meth, call.args, call.reply)
+	c.mu.Lock()
+	delete(c.calls, call.seq)
+	c.mu.Unlock()
+	call.cancel(context.Canceled)
+	c.reply(call.seqText, call.name, call.cdc, call.reply, e)
 }
 
 func (c *serverConn) cancel(seq uint64) {
 	c.mu.Lock()
-	cancel := c.calls[seq]
+	call := c.calls[seq]
 	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if call != nil {
+		call.cancel(context.Canceled)
 	}
 }
 
@@ -130,8 +130,8 @@ func (c *serverConn) cancel(seq uint64) {
 func (c *serverConn) cancelAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, cancel := range c.calls {
-		cancel()
+	for _, call := range c.calls {
+		call.cancel(context.Canceled)
 	}
 }
 

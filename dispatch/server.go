@@ -32,6 +32,11 @@ type Server struct {
 	listeners map[transport.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	serving   sync.WaitGroup // Serve loops and connections
+
+	calls    chan *serverCall // to idle workers
+	workers  sync.WaitGroup
+	quit     chan struct{} // closed when the Server is done, to end idle workers
+	quitOnce sync.Once
 }
 
 // NewServer returns a Server with no methods.
@@ -47,6 +52,8 @@ func NewServer(opts ...ServerOption) *Server {
 		gate:      newGate(),
 		listeners: make(map[transport.Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
+		calls:     make(chan *serverCall),
+		quit:      make(chan struct{}),
 	}
 	empty := map[string]*method{}
 	s.routes.Store(&empty)
@@ -71,6 +78,7 @@ func (s *Server) add(ms ...*method) error {
 			return fmt.Errorf("dispatch: method %s already registered", m.name)
 		}
 		m.handler = chain(s.opts.interceptors, m.name, m.call)
+		m.seesCtx = m.takesCtx || len(s.opts.interceptors) > 0
 		next[m.name] = m
 		next[m.name[:dot]] = nil // marks the service as known, for error wording
 	}
@@ -258,7 +266,7 @@ func (s *Server) serveSocket(sock transport.Socket) bool {
 
 // track registers a connection; s.mu is held.
 func (s *Server) track(sock transport.Socket) *serverConn {
-	c := &serverConn{srv: s, sock: sock, calls: make(map[uint64]context.CancelFunc)}
+	c := &serverConn{srv: s, sock: sock, calls: make(map[uint64]*serverCall)}
 	s.conns[c] = struct{}{}
 	s.serving.Add(1)
 	return c
@@ -282,8 +290,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeConns()
 	if err == nil {
 		s.serving.Wait()
+		s.stopWorkers()
 	}
 	return err
+}
+
+// stopWorkers ends the idle workers and waits for them; a worker still
+// running a call ends when the call does.
+func (s *Server) stopWorkers() {
+	s.quitOnce.Do(func() { close(s.quit) })
+	s.workers.Wait()
 }
 
 // Close stops the Server at once: listeners and connections are closed and
@@ -292,6 +308,7 @@ func (s *Server) Close() error {
 	s.stopAccepting()
 	s.closeConns()
 	s.serving.Wait()
+	s.quitOnce.Do(func() { close(s.quit) })
 	return nil
 }
 

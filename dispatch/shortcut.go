@@ -32,11 +32,14 @@ func (c *Client) shortcut(ctx context.Context, srv *Server, name string, args, r
 		zero(reply)
 		return e, true
 	}
-	md := outgoing(ctx)
-	if md != nil {
-		md = maps.Clone(md) // the handler's own, as on the network
+	var hctx context.Context = ctx // seen by nobody, unless seesCtx
+	if m.seesCtx {
+		md := outgoing(ctx)
+		if md != nil {
+			md = maps.Clone(md) // the handler's own, as on the network
+		}
+		hctx = &callContext{Context: ctx, md: md}
 	}
-	hctx := &callContext{Context: ctx, md: md}
 	if c.opts.shortcut == ShortcutDirect {
 		if a, ok := m.direct(args); ok && m.zeroReply(reply) {
 			return c.finish(ctx, reply, errOf(srv.invoke(hctx, m, a, reply))), true
