@@ -219,3 +219,19 @@ func testDialRefused(t *testing.T, e *env) {
 	assert.ErrorIs(t, err, transport.ErrConnectionRefused)
 	assert.Less(t, time.Since(start), waitShort, "refusal was not prompt")
 }
+
+// testAcceptedOutlivesListener: closing a listener leaves the sockets it
+// already accepted working, in both directions.
+func testAcceptedOutlivesListener(t *testing.T, e *env) {
+	l, err := e.tr.Listen(e.addr)
+	require.NoError(t, err)
+	c, s := e.dial(l)
+	require.NoError(t, l.Close())
+	var m transport.Message
+	require.NoError(t, c.Send(&transport.Message{Body: []byte("ping")}))
+	require.NoError(t, s.Recv(&m))
+	assert.Equal(t, "ping", string(m.Body))
+	require.NoError(t, s.Send(&transport.Message{Body: []byte("pong")}))
+	require.NoError(t, c.Recv(&m))
+	assert.Equal(t, "pong", string(m.Body))
+}

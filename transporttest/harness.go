@@ -51,6 +51,7 @@ var cases = []testCase{
 	{"ReadDeadline", testReadDeadline},
 	{"WriteDeadlinePast", testWriteDeadlinePast},
 	{"ListenerClose", testListenerClose},
+	{"AcceptedOutlivesListener", testAcceptedOutlivesListener},
 	{"ListenAddrInUse", testListenAddrInUse},
 	{"DialRefused", testDialRefused},
 	{"DialNoAccept", testDialNoAccept},
