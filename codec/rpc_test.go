@@ -446,3 +446,18 @@ type failingSend struct{ transport.Socket }
 func (s *failingSend) Send(*transport.Message) error {
 	return fmt.Errorf("send: %w", io.ErrClosedPipe)
 }
+
+// TestServerCodecSkipsCancel: a Cancel message (WIRE.md) is not a call;
+// the server adapter passes over it to the next request.
+func TestServerCodecSkipsCancel(t *testing.T) {
+	csock, ssock := socketPair(t)
+	sc := codec.NewServerCodec(ssock)
+	require.NoError(t, csock.Send(&transport.Message{Header: map[string]string{codec.HeaderSeq: "3", codec.HeaderCancel: ""}}))
+	require.NoError(t, csock.Send(&transport.Message{Header: map[string]string{
+		codec.HeaderServiceMethod: "Arith.Multiply", codec.HeaderSeq: "4",
+	}}))
+	var req rpc.Request
+	require.NoError(t, sc.ReadRequestHeader(&req))
+	assert.Equal(t, uint64(4), req.Seq)
+	assert.Equal(t, "Arith.Multiply", req.ServiceMethod)
+}

@@ -54,8 +54,15 @@ type serverCodec struct {
 }
 
 func (s *serverCodec) ReadRequestHeader(r *rpc.Request) error {
-	if err := s.sock.Recv(&s.req); err != nil {
-		return recvError(err, s.closed.Load())
+	for {
+		if err := s.sock.Recv(&s.req); err != nil {
+			return recvError(err, s.closed.Load())
+		}
+		if _, cancel := s.req.Header[HeaderCancel]; !cancel {
+			break
+		}
+		// A caller gave up on a call; net/rpc has no way to stop it, and
+		// must not answer the Cancel message as if it were a call.
 	}
 	seq, err := parseSeq(s.req.Header)
 	if err != nil {

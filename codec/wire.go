@@ -23,6 +23,10 @@ const (
 	// HeaderContentType is the Name of the codec that encoded a request's
 	// body.
 	HeaderContentType = "Content-Type"
+	// HeaderCancel marks a message that cancels the call named by its Seq
+	// (WIRE.md). net/rpc cannot cancel a call, so the server adapter skips
+	// such messages.
+	HeaderCancel = "Cancel"
 )
 
 // parseSeq reads the sequence number from h.

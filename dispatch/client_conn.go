@@ -40,9 +40,9 @@ type pending struct {
 	done  chan struct{}
 }
 
-// abandoned marks a sequence number whose caller gave up: the number is not
-// reused until the server's reply to it arrives, so a late reply can never be
-// taken for the reply to a later call.
+// abandoned marks a sequence number whose caller gave up. The number is
+// never reused, so a late reply can never be taken for the reply to a later
+// call.
 var abandoned = new(pending)
 
 var pendings = sync.Pool{New: func() any { return &pending{done: make(chan struct{}, 1)} }}
@@ -238,7 +238,12 @@ func (cc *clientConn) readLoop() {
 		p, ok := cc.pending[seq]
 		if ok {
 			delete(cc.pending, seq)
-			cc.free = append(cc.free, seq)
+			if p != abandoned {
+				// An abandoned number is never reused: a server that does
+				// not know Cancel (net/rpc's) answers the Cancel message
+				// too, so a second reply to it may still come.
+				cc.free = append(cc.free, seq)
+			}
 		}
 		cc.mu.Unlock()
 		if p == nil || p == abandoned {

@@ -11,24 +11,29 @@ import (
 )
 
 // serverConn serves the calls arriving on one socket.
+//
+// Reading is a task that passes between worker goroutines (leader and
+// followers): the worker reading the socket decodes a request, hands the
+// reading on to another worker, and runs the call itself. The call then
+// starts without waiting for a goroutine to wake, and the hand-off happens
+// while it runs; a slow handler still holds up nobody.
 type serverConn struct {
 	srv  *Server
 	sock transport.Socket
+	msg  transport.Message // the reader's; one reader at a time
+	done chan struct{}     // closed when the connection is finished
 
 	mu    sync.Mutex
 	calls map[uint64]*serverCall // calls in flight, for Cancel messages
 }
 
-// serve reads requests until the socket fails. Arguments are decoded here,
-// since the next Recv reuses the buffer; each call then runs in a goroutine
-// of its own, as in net/rpc, so a slow handler holds up nobody.
-func (c *serverConn) serve() {
-	defer c.srv.untrack(c)
-	defer c.sock.Close()
-	defer c.cancelAll()
-	var m transport.Message
+// run reads requests until one starts a call, which it then runs after
+// handing the reading on; or until the socket fails.
+func (c *serverConn) run() {
+	m := &c.msg
 	for {
-		if err := c.sock.Recv(&m); err != nil {
+		if err := c.sock.Recv(m); err != nil {
+			c.finish()
 			return
 		}
 		seqText := m.Header[headerSeq]
@@ -37,22 +42,38 @@ func (c *serverConn) serve() {
 			// Without a sequence number no reply can be matched: the
 			// peer does not speak this protocol.
 			c.srv.opts.logger.Warn("dispatch: closing connection: request without a valid Seq", "remote", c.sock.RemoteAddr(), "seq", seqText)
+			c.finish()
 			return
 		}
 		if _, ok := m.Header[headerCancel]; ok {
 			c.cancel(seq)
 			continue
 		}
-		c.start(&m, seq, seqText)
+		if call := c.start(m, seq, seqText); call != nil {
+			c.srv.work(c)
+			call.run()
+			return
+		}
 	}
 }
 
-// start begins one call, or answers it at once with an error.
-func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) {
+// finish ends the connection: calls in flight lose their caller, so their
+// contexts end.
+func (c *serverConn) finish() {
+	c.cancelAll()
+	c.sock.Close()
+	c.srv.untrack(c)
+	close(c.done)
+}
+
+// start prepares one call and returns it, or answers it at once with an
+// error and returns nil. Arguments are decoded here, since the next Recv
+// reuses the message.
+func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *serverCall {
 	name := m.Header[headerServiceMethod]
 	if !c.srv.gate.enter() {
 		c.reply(seqText, name, nil, nil, errShuttingDown)
-		return
+		return nil
 	}
 	meth, e := c.srv.lookup(name)
 	var cdc codec.Codec
@@ -67,7 +88,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) {
 	if e != nil {
 		c.reply(seqText, name, nil, nil, e)
 		c.srv.gate.leave()
-		return
+		return nil
 	}
 
 	var md Metadata
@@ -85,7 +106,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) {
 		if !valid {
 			c.reply(seqText, name, nil, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Timeout " + strconv.Quote(t)})
 			c.srv.gate.leave()
-			return
+			return nil
 		}
 		call.setDeadline(d)
 	}
@@ -96,12 +117,12 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) {
 		call.cancel(context.Canceled)
 		c.reply(seqText, name, nil, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: duplicate Seq " + seqText + " in flight"})
 		c.srv.gate.leave()
-		return
+		return nil
 	}
 	c.calls[seq] = call
 	c.mu.Unlock()
 
-	c.srv.work(call)
+	return call
 }
 
 // run runs the call and sends its reply, on a worker goroutine.

@@ -33,7 +33,7 @@ type Server struct {
 	conns     map[*serverConn]struct{}
 	serving   sync.WaitGroup // Serve loops and connections
 
-	calls    chan *serverCall // to idle workers
+	tasks    chan task // to idle workers
 	workers  sync.WaitGroup
 	quit     chan struct{} // closed when the Server is done, to end idle workers
 	quitOnce sync.Once
@@ -52,7 +52,7 @@ func NewServer(opts ...ServerOption) *Server {
 		gate:      newGate(),
 		listeners: make(map[transport.Listener]struct{}),
 		conns:     make(map[*serverConn]struct{}),
-		calls:     make(chan *serverCall),
+		tasks:     make(chan task),
 		quit:      make(chan struct{}),
 	}
 	empty := map[string]*method{}
@@ -249,7 +249,8 @@ func (s *Server) ServeSocket(sock transport.Socket) {
 	}
 	c := s.track(sock)
 	s.mu.Unlock()
-	c.serve()
+	s.work(c)
+	<-c.done
 }
 
 // serveSocket starts serving sock in the background.
@@ -259,14 +260,13 @@ func (s *Server) serveSocket(sock transport.Socket) bool {
 	if s.closed {
 		return false
 	}
-	c := s.track(sock)
-	go c.serve()
+	s.work(s.track(sock))
 	return true
 }
 
 // track registers a connection; s.mu is held.
 func (s *Server) track(sock transport.Socket) *serverConn {
-	c := &serverConn{srv: s, sock: sock, calls: make(map[uint64]*serverCall)}
+	c := &serverConn{srv: s, sock: sock, calls: make(map[uint64]*serverCall), done: make(chan struct{})}
 	s.conns[c] = struct{}{}
 	s.serving.Add(1)
 	return c

@@ -12,8 +12,6 @@ const (
 	// headerTimeout carries the caller's remaining time in nanoseconds,
 	// decimal. Relative, so the two clocks need not agree.
 	headerTimeout = "Timeout"
-	// headerCancel marks a message that cancels the call named by its Seq.
-	headerCancel = "Cancel"
 	// headerErrorCode carries an Error's Code next to codec.HeaderError.
 	headerErrorCode = "Error-Code"
 	// metadataPrefix starts the key of every metadata entry.
@@ -26,6 +24,7 @@ const (
 	headerSeq           = codec.HeaderSeq
 	headerError         = codec.HeaderError
 	headerContentType   = codec.HeaderContentType
+	headerCancel        = codec.HeaderCancel
 )
 
 func formatTimeout(d time.Duration) string {

@@ -6,29 +6,33 @@ import "time"
 // it exits.
 const workerIdle = 10 * time.Second
 
-// work runs call on an idle worker, or on a new one. Workers outlive their
-// calls so that their stacks, grown by the codec and the handler, are grown
+// task is what a worker does: read a connection (*serverConn) or run a call
+// (*serverCall).
+type task interface{ run() }
+
+// work runs t on an idle worker, or on a new one. Workers outlive their
+// tasks so that their stacks, grown by the codec and the handler, are grown
 // once rather than for every call: a fresh goroutine per call, as net/rpc
 // starts, spends more time copying its growing stack than the call takes.
-// A call never waits for a busy worker.
-func (s *Server) work(call *serverCall) {
+// A task never waits for a busy worker.
+func (s *Server) work(t task) {
 	select {
-	case s.calls <- call:
+	case s.tasks <- t:
 	default:
 		s.workers.Add(1)
-		go s.worker(call)
+		go s.worker(t)
 	}
 }
 
-func (s *Server) worker(call *serverCall) {
+func (s *Server) worker(t task) {
 	defer s.workers.Done()
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		call.run()
+		t.run()
 		idle.Reset(workerIdle)
 		select {
-		case call = <-s.calls:
+		case t = <-s.tasks:
 		case <-idle.C:
 			return
 		case <-s.quit:
