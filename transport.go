@@ -118,3 +118,10 @@ type FrameLimiter interface {
 type AddrSpacer interface {
 	AddrSpace() any
 }
+
+// ClosedReporter is implemented by Listeners that can tell, without
+// blocking, whether Close has been called. dispatch uses it to stop routing
+// in-process calls to a listener's address the moment the listener closes.
+type ClosedReporter interface {
+	Closed() bool
+}

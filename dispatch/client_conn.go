@@ -173,8 +173,10 @@ func (cc *clientConn) remove(seq uint64, unsent bool) bool {
 	return true
 }
 
-// maxKeptBuffer bounds the request buffer kept between calls.
-const maxKeptBuffer = 64 << 10
+// maxKeptBuffer bounds the request buffer a connection keeps between calls:
+// large enough that calls with bodies of up to a megabyte reuse it rather
+// than grow a new one each time.
+const maxKeptBuffer = 1 << 20
 
 func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args any) error {
 	cc.sendMu.Lock()
@@ -187,7 +189,9 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 	clear(h)
 	h[headerServiceMethod] = name
 	h[headerSeq] = strconv.FormatUint(seq, 10)
-	h[headerContentType] = cc.ctype
+	if cc.ctype != codec.Msgpack.Name() {
+		h[headerContentType] = cc.ctype // absent means msgpack (WIRE.md)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		h[headerTimeout] = formatTimeout(time.Until(dl))
 	}

@@ -22,8 +22,19 @@ type regKey struct {
 // copy the map.
 type registry struct {
 	mu sync.Mutex
-	m  atomic.Pointer[map[regKey]*Server]
+	m  atomic.Pointer[map[regKey]*entry]
 }
+
+// entry is one listener's registration.
+type entry struct {
+	srv *Server
+	// closed reports whether the listener has closed, for listeners that
+	// can tell (transport.ClosedReporter): the entry is dead from that
+	// moment, before Serve notices and removes it.
+	closed func() bool
+}
+
+func (e *entry) live() bool { return e != nil && (e.closed == nil || !e.closed()) }
 
 // shortcuts is the process-local registry: the one piece of package state,
 // since the point is to find a Server of this process by address alone.
@@ -34,44 +45,55 @@ func (r *registry) lookup(k regKey) *Server {
 	if m == nil {
 		return nil
 	}
-	return (*m)[k]
+	if e := (*m)[k]; e.live() {
+		return e.srv
+	}
+	return nil
 }
 
 // found is a lookup remembered: valid while the registry's map is still
 // the one it was found in (writes replace the map).
 type found struct {
-	in  *map[regKey]*Server
-	srv *Server
+	in *map[regKey]*entry
+	e  *entry
 }
 
 // lookupCached is lookup through a Client's memory of its last answer, which
 // saves hashing the key on every call.
 func (r *registry) lookupCached(k regKey, cache *atomic.Pointer[found]) *Server {
 	m := r.m.Load()
-	if f := cache.Load(); f != nil && f.in == m {
-		return f.srv
+	f := cache.Load()
+	if f == nil || f.in != m {
+		var e *entry
+		if m != nil {
+			e = (*m)[k]
+		}
+		f = &found{in: m, e: e}
+		cache.Store(f)
 	}
-	var srv *Server
-	if m != nil {
-		srv = (*m)[k]
+	if f.e.live() {
+		return f.e.srv
 	}
-	cache.Store(&found{in: m, srv: srv})
-	return srv
+	return nil
 }
 
-// add registers srv under every form of a a client is likely to dial, and
-// returns the function that removes exactly those entries. A form already
-// taken by another Server is left to it.
-func (r *registry) add(a net.Addr, srv *Server) (remove func()) {
-	keys := serverKeys(a)
+// add registers srv under every form of l's address a client is likely to
+// dial, and returns the function that removes exactly those entries. l's
+// own address is l's: a listener bound to it now replaces any entry left by
+// an earlier one whose Serve has not yet noticed it closed. A derived form
+// (localhost:P, say) taken by another live listener is left to it.
+func (r *registry) add(l transport.Listener, srv *Server) (remove func()) {
+	keys := serverKeys(l.Addr())
+	e := &entry{srv: srv}
+	if cr, ok := l.(transport.ClosedReporter); ok {
+		e.closed = cr.Closed
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	next := r.clone()
-	var mine []regKey
-	for _, k := range keys {
-		if _, taken := next[k]; !taken {
-			next[k] = srv
-			mine = append(mine, k)
+	for i, k := range keys {
+		if i == 0 || !next[k].live() { // keys[0] is l's own address
+			next[k] = e
 		}
 	}
 	r.m.Store(&next)
@@ -79,8 +101,8 @@ func (r *registry) add(a net.Addr, srv *Server) (remove func()) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		next := r.clone()
-		for _, k := range mine {
-			if next[k] == srv {
+		for _, k := range keys {
+			if next[k] == e {
 				delete(next, k)
 			}
 		}
@@ -88,8 +110,8 @@ func (r *registry) add(a net.Addr, srv *Server) (remove func()) {
 	}
 }
 
-func (r *registry) clone() map[regKey]*Server {
-	next := make(map[regKey]*Server)
+func (r *registry) clone() map[regKey]*entry {
+	next := make(map[regKey]*entry)
 	if m := r.m.Load(); m != nil {
 		for k, v := range *m {
 			next[k] = v

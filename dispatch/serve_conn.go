@@ -166,8 +166,9 @@ var responses = sync.Pool{New: func() any {
 	return &response{msg: transport.Message{Header: make(map[string]string, 4)}}
 }}
 
-// maxPooledBody bounds the body buffer a pooled response keeps.
-const maxPooledBody = 64 << 10
+// maxPooledBody bounds the body buffer a pooled response keeps (the pool
+// itself lets the collector free idle ones).
+const maxPooledBody = 1 << 20
 
 // reply sends the response to one call. A reply that cannot be encoded is
 // answered with an error instead; a reply that cannot be sent at all closes

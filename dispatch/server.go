@@ -35,6 +35,7 @@ type Server struct {
 
 	tasks    chan task // to idle workers
 	workers  sync.WaitGroup
+	idle     atomic.Int32  // workers waiting for a task
 	quit     chan struct{} // closed when the Server is done, to end idle workers
 	quitOnce sync.Once
 }
@@ -196,7 +197,7 @@ func (s *Server) begin(l transport.Listener) (stop func(), err error) {
 	s.listeners[l] = struct{}{}
 	s.serving.Add(1)
 	s.mu.Unlock()
-	unregister := shortcuts.add(l.Addr(), s)
+	unregister := shortcuts.add(l, s)
 	return func() {
 		unregister()
 		s.mu.Lock()

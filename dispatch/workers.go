@@ -1,14 +1,14 @@
 package dispatch
 
-import "time"
-
-// workerIdle is how long a worker goroutine waits for another call before
-// it exits.
-const workerIdle = 10 * time.Second
+import "runtime"
 
 // task is what a worker does: read a connection (*serverConn) or run a call
 // (*serverCall).
 type task interface{ run() }
+
+// maxIdleWorkers bounds the workers kept waiting for tasks; a worker that
+// finishes a task when that many are idle already exits.
+var maxIdleWorkers = int32(16 * runtime.GOMAXPROCS(0))
 
 // work runs t on an idle worker, or on a new one. Workers outlive their
 // tasks so that their stacks, grown by the codec and the handler, are grown
@@ -26,16 +26,17 @@ func (s *Server) work(t task) {
 
 func (s *Server) worker(t task) {
 	defer s.workers.Done()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
 	for {
 		t.run()
-		idle.Reset(workerIdle)
+		if s.idle.Add(1) > maxIdleWorkers {
+			s.idle.Add(-1)
+			return
+		}
 		select {
 		case t = <-s.tasks:
-		case <-idle.C:
-			return
+			s.idle.Add(-1)
 		case <-s.quit:
+			s.idle.Add(-1)
 			return
 		}
 	}

@@ -173,4 +173,14 @@ func (l *listener) Close() error {
 	return nil
 }
 
+// Closed reports whether Close has been called (transport.ClosedReporter).
+func (l *listener) Closed() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (l *listener) Addr() net.Addr { return spacedAddr{l.addr, l.t} }

@@ -68,6 +68,16 @@ type serverSession struct {
 
 func (l *listener) Addr() net.Addr { return l.nl.Addr() }
 
+// Closed reports whether Close has been called (transport.ClosedReporter).
+func (l *listener) Closed() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (l *listener) isClosed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

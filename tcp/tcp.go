@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -89,9 +90,13 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 }
 
 type listener struct {
-	nl   net.Listener
-	opts transport.Options
+	nl     net.Listener
+	opts   transport.Options
+	closed atomic.Bool
 }
+
+// Closed reports whether Close has been called (transport.ClosedReporter).
+func (l *listener) Closed() bool { return l.closed.Load() }
 
 func (l *listener) Accept() (transport.Socket, error) {
 	c, err := l.nl.Accept()
@@ -128,7 +133,11 @@ func ServerTLS(c net.Conn, cfg *tls.Config) net.Conn {
 	return tc
 }
 
-func (l *listener) Close() error   { return l.nl.Close() }
+func (l *listener) Close() error {
+	l.closed.Store(true)
+	return l.nl.Close()
+}
+
 func (l *listener) Addr() net.Addr { return l.nl.Addr() }
 
 func newSocket(c net.Conn, max int) transport.Socket { return frame.NewSocket(c, max) }

@@ -203,7 +203,11 @@ func readGrowing(r io.Reader, buf []byte, n int) ([]byte, error) {
 	for len(buf) < n {
 		step := min(n-len(buf), chunk)
 		if cap(buf)-len(buf) < step {
-			buf = append(buf[:cap(buf)], make([]byte, step)...)[:len(buf)]
+			// Double, so that a large frame costs a few allocations and
+			// copies, never more than twice what has arrived.
+			grown := make([]byte, len(buf), min(n, max(2*cap(buf), len(buf)+step)))
+			copy(grown, buf)
+			buf = grown
 		}
 		got, err := io.ReadFull(r, buf[len(buf):len(buf)+step])
 		buf = buf[:len(buf)+got]
