@@ -1,0 +1,191 @@
+// Package bench measures zerodial side by side with its peers — net/rpc,
+// hashicorp's msgpackrpc, gRPC, grpchan's in-process channel — and with
+// floors that do the least work any implementation of the same call must
+// do. It is a module of its own so that none of the peers enters the
+// library's go.mod.
+//
+//	go test -run '^$' -bench . -benchmem          # everything
+//	go run ./cmd/report                           # medians, ratios, docs/bench.md and docs/bench.svg
+//
+// BenchmarkUnary/<impl>/<size> makes one call at a time; BenchmarkParallel/<impl>
+// makes 16-byte calls from 64 goroutines sharing one client.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// callFunc makes one call: multiply takes *Args and *Product, echo takes
+// *Payload and *Payload. It must be safe for concurrent use unless it came
+// from a newCaller that hands out one per goroutine.
+type callFunc func(ctx context.Context, m method, args, reply any) error
+
+// setupFunc starts a server and returns newCaller, which returns a caller;
+// everything setup starts is stopped, and waited for, by cleanups it
+// registers on tb. sz is the size the caller will be used with (only the raw
+// TCP floor needs to know it in advance). Most implementations return the
+// same shared client from every newCaller call; see BenchmarkParallel.
+type setupFunc func(tb testing.TB, sz size) (newCaller func() callFunc)
+
+type impl struct {
+	name  string
+	setup setupFunc
+}
+
+// implOrder is the order of the implementations in every benchmark and in
+// the report.
+var implOrder = []string{
+	"zerodial-direct",
+	"zerodial-direct-generic",
+	"zerodial-copy",
+	"zerodial-memory",
+	"zerodial-tcp",
+	"zerodial-mux",
+	"netrpc-pipe",
+	"netrpc-tcp",
+	"netrpc-yamux",
+	"msgpackrpc-yamux",
+	"grpc-tcp",
+	"grpc-bufconn",
+	"grpc-inproc",
+	"floor-reflect",
+	"floor-chan",
+	"floor-tcp",
+}
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]setupFunc{}
+)
+
+// register adds an implementation; each file registers its own in init.
+func register(name string, setup setupFunc) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("bench: " + name + " registered twice")
+	}
+	registry[name] = setup
+}
+
+// impls returns the registered implementations in implOrder.
+func impls() []impl {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	var out []impl
+	for _, name := range implOrder {
+		if s, ok := registry[name]; ok {
+			out = append(out, impl{name, s})
+		}
+	}
+	return out
+}
+
+// parallelCallers is the number of goroutines in BenchmarkParallel.
+const parallelCallers = 64
+
+func BenchmarkUnary(b *testing.B) {
+	for _, im := range impls() {
+		b.Run(im.name, func(b *testing.B) {
+			for _, sz := range sizes {
+				b.Run(sz.name, func(b *testing.B) {
+					call := im.setup(b, sz)()
+					runUnary(b, call, sz)
+				})
+			}
+		})
+	}
+}
+
+// runUnary times one call at a time. Requests and replies are allocated
+// once, outside the loop, and the reply is zeroed before every call, so
+// allocs/op counts what the implementation allocates, nothing else.
+func runUnary(b *testing.B, call callFunc, sz size) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	if sz.n == 0 {
+		args, reply := new(Args), new(Product)
+		var i int64
+		for b.Loop() {
+			i++
+			*args = Args{A: i, B: 7}
+			*reply = Product{}
+			if err := call(ctx, multiply, args, reply); err != nil {
+				b.Fatal(err)
+			}
+			if reply.P != 7*i {
+				b.Fatalf("Multiply(%d, 7) = %d", i, reply.P)
+			}
+		}
+		return
+	}
+	data := payload(sz.n)
+	args, reply := &Payload{Data: data}, new(Payload)
+	b.SetBytes(int64(sz.n))
+	for b.Loop() {
+		*reply = Payload{}
+		if err := call(ctx, echo, args, reply); err != nil {
+			b.Fatal(err)
+		}
+		if len(reply.Data) != sz.n || reply.Data[0] != data[0] || reply.Data[sz.n-1] != data[sz.n-1] {
+			b.Fatalf("Echo of %d bytes returned %d bytes, or other bytes", sz.n, len(reply.Data))
+		}
+	}
+	if !bytes.Equal(reply.Data, data) {
+		b.Fatal("Echo returned other bytes")
+	}
+}
+
+func BenchmarkParallel(b *testing.B) {
+	for _, im := range impls() {
+		b.Run(im.name, func(b *testing.B) {
+			runParallel(b, im.setup(b, size16))
+		})
+	}
+}
+
+// runParallel makes 16-byte calls from parallelCallers goroutines. On a
+// machine with GOMAXPROCS procs, RunParallel starts parallelism*procs
+// goroutines, so parallelism is rounded up to reach parallelCallers. The
+// callers are made before the timer starts: one shared client for every
+// implementation except floor-tcp, whose raw byte stream cannot be shared
+// without the framing an RPC layer adds, so each goroutine gets its own
+// connection there.
+func runParallel(b *testing.B, newCaller func() callFunc) {
+	procs := runtime.GOMAXPROCS(0)
+	par := (parallelCallers + procs - 1) / procs
+	callers := make(chan callFunc, par*procs)
+	for range par * procs {
+		callers <- newCaller()
+	}
+	ctx := context.Background()
+	b.SetParallelism(par)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		call := <-callers
+		args, reply := new(Args), new(Product)
+		var i int64
+		for pb.Next() {
+			i++
+			*args = Args{A: i, B: 7}
+			*reply = Product{}
+			if err := call(ctx, multiply, args, reply); err != nil {
+				b.Error(err)
+				return
+			}
+			if reply.P != 7*i {
+				b.Errorf("Multiply(%d, 7) = %d", i, reply.P)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(b.N)/s, "calls/s")
+	}
+}

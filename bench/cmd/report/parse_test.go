@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// canned is go test output in the shape the benchmarks print, with the
+// lines around the results that the parser must skip.
+const canned = `goos: linux
+goarch: amd64
+pkg: github.com/zerodial/transport/bench
+cpu: AMD EPYC 7B13
+BenchmarkUnary/zerodial-mux/16B-2         	   10000	     20000 ns/op	     300 B/op	       6 allocs/op
+BenchmarkUnary/zerodial-mux/16B-2         	   10000	     24000 ns/op	     320 B/op	       6 allocs/op
+BenchmarkUnary/zerodial-mux/16B-2         	   10000	     22000 ns/op	     310 B/op	       7 allocs/op
+BenchmarkUnary/netrpc-yamux/16B-2         	    5000	     50000 ns/op	     678 B/op	      18 allocs/op
+BenchmarkUnary/netrpc-yamux/16B-2         	    5000	     40000 ns/op	     678 B/op	      18 allocs/op
+BenchmarkUnary/netrpc-yamux/1MiB-2        	     200	   6500281 ns/op	 161.31 MB/s	 8970448 B/op	     443 allocs/op
+--- BENCH: BenchmarkUnary/netrpc-yamux/1MiB-2
+    bench_test.go:99: a log line
+BenchmarkParallel/zerodial-mux-2          	   20000	      9000 ns/op	    111111 calls/s	     300 B/op	       6 allocs/op
+BenchmarkParallel/netrpc-yamux-2          	   10000	     26000 ns/op	     38481 calls/s	     673 B/op	      18 allocs/op
+BenchmarkParallel/floor-tcp	   16320	     14280 ns/op	     70026 calls/s	       0 B/op	       0 allocs/op
+PASS
+ok  	github.com/zerodial/transport/bench	12.345s
+`
+
+func TestParse(t *testing.T) {
+	s, err := Parse(strings.NewReader(canned))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Config["cpu"]; got != "AMD EPYC 7B13" {
+		t.Errorf("cpu = %q", got)
+	}
+	if s.Procs != 2 {
+		t.Errorf("Procs = %d, want 2", s.Procs)
+	}
+	want := []string{
+		"Unary/zerodial-mux/16B", "Unary/netrpc-yamux/16B", "Unary/netrpc-yamux/1MiB",
+		"Parallel/zerodial-mux", "Parallel/netrpc-yamux", "Parallel/floor-tcp",
+	}
+	if strings.Join(s.Names, " ") != strings.Join(want, " ") {
+		t.Errorf("Names = %q, want %q", s.Names, want)
+	}
+	for _, c := range []struct {
+		name, unit string
+		want       float64
+		n          int
+	}{
+		{"Unary/zerodial-mux/16B", "ns/op", 22000, 3}, // odd count: the middle one
+		{"Unary/zerodial-mux/16B", "B/op", 310, 3},
+		{"Unary/zerodial-mux/16B", "allocs/op", 6, 3},
+		{"Unary/netrpc-yamux/16B", "ns/op", 45000, 2}, // even: the mean of the middle two
+		{"Unary/netrpc-yamux/1MiB", "MB/s", 161.31, 1},
+		{"Unary/netrpc-yamux/1MiB", "iterations", 200, 1},
+		{"Parallel/zerodial-mux", "calls/s", 111111, 1},
+		{"Parallel/floor-tcp", "ns/op", 14280, 1}, // no GOMAXPROCS suffix
+	} {
+		got, ok := s.Median(c.name, c.unit)
+		if !ok || got != c.want {
+			t.Errorf("Median(%s, %s) = %v, %v; want %v", c.name, c.unit, got, ok, c.want)
+		}
+		if n := len(s.Samples(c.name, c.unit)); n != c.n {
+			t.Errorf("%s %s: %d samples, want %d", c.name, c.unit, n, c.n)
+		}
+	}
+	if _, ok := s.Median("Unary/zerodial-tcp/16B", "ns/op"); ok {
+		t.Error("Median of a benchmark that did not run reported a value")
+	}
+}
+
+func TestParseMalformed(t *testing.T) {
+	for _, in := range []string{
+		"BenchmarkX-2 100 12 ns/op 5\n",
+		"BenchmarkX-2 100 twelve ns/op\n",
+	} {
+		if _, err := Parse(strings.NewReader(in)); err == nil {
+			t.Errorf("Parse(%q) succeeded", in)
+		}
+	}
+}
+
+func TestSplitName(t *testing.T) {
+	for in, want := range map[string]string{
+		"Unary/zerodial-direct-generic/16B-2": "Unary/zerodial-direct-generic/16B",
+		"Parallel/floor-tcp-16":               "Parallel/floor-tcp",
+		"Parallel/floor-tcp":                  "Parallel/floor-tcp",
+	} {
+		if got, _ := splitName(in); got != want {
+			t.Errorf("splitName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	s, err := Parse(strings.NewReader(canned))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Outcome{}
+	for _, o := range Evaluate(s) {
+		got[o.Target.String()] = o
+	}
+	check := func(name string, ok, met bool, value float64) {
+		t.Helper()
+		o, found := got[name]
+		if !found {
+			t.Fatalf("no target %q among %v", name, got)
+		}
+		if o.OK != ok || o.Met != met || (ok && (o.Value < value-1e-9 || o.Value > value+1e-9)) {
+			t.Errorf("%s: OK %v Met %v Value %v; want %v %v %v", name, o.OK, o.Met, o.Value, ok, met, value)
+		}
+	}
+	check("zerodial-mux ≤ 0.8× netrpc-yamux (16B ns/op)", true, true, 22000.0/45000)
+	check("zerodial-mux allocs/op ≤ 8 (16B)", true, true, 6)
+	check("zerodial-mux ≥ 1.5× netrpc-yamux (parallel calls/s)", true, true, 111111.0/38481)
+	check("zerodial-mux ≤ 0.33× grpc-tcp (16B ns/op)", false, false, 0)
+	check("zerodial-tcp ≤ 0.8× netrpc-tcp (16B ns/op)", false, false, 0)
+}
+
+func TestWriteReport(t *testing.T) {
+	s, err := Parse(strings.NewReader(canned))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md, svg bytes.Buffer
+	if err := WriteMarkdown(&md, s, Machine{CPU: "test CPU", Cores: 2, Procs: 2, GoVersion: "go1.26", Date: "2026-01-02", Count: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| CPU | test CPU |",
+		"| zerodial-mux ≤ 0.8× netrpc-yamux (16B ns/op) | 0.49× | met |",
+		"| zerodial-mux ≤ 0.33× grpc-tcp (16B ns/op) | no data | — |",
+		"| zerodial-mux | 22,000 | 310 | 6 |",
+		"| zerodial-mux | netrpc-yamux | 0.49× |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+	if err := WriteSVG(&svg, s, "16B"); err != nil {
+		t.Fatal(err)
+	}
+	out := svg.String()
+	if !strings.HasPrefix(out, "<svg ") || !strings.HasSuffix(out, "</svg>\n") || !strings.Contains(out, "zerodial-mux: 22,000 ns/op") {
+		t.Errorf("unexpected SVG:\n%s", out)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 6: "6", 2.5: "2.5", 295.3: "295", 1234567: "1,234,567", 0.123: "0.123"} {
+		if got := fmtNum(v); got != want {
+			t.Errorf("fmtNum(%v) = %q, want %q", v, got, want)
+		}
+	}
+	for v, want := range map[float64]string{850: "850 ns", 12345: "12.3 µs", 1e6: "1 ms", 2500: "2.50 µs"} {
+		if got := durationLabel(v); got != want {
+			t.Errorf("durationLabel(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestFmtRatio(t *testing.T) {
+	for v, want := range map[float64]string{0.49: "0.49", 0.2: "0.20", 0.056: "0.056", 0.0000578: "0.000058", 1.42: "1.42", 18.2: "18"} {
+		if got := fmtRatio(v); got != want {
+			t.Errorf("fmtRatio(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

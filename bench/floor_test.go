@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"reflect"
+	"sync"
+	"testing"
+)
+
+// The floors do the least work any implementation of the same call must
+// do on its path: dispatch by reflection, a hand-off between goroutines, a
+// round trip over loopback TCP. None is an RPC system; they are the bottom
+// the ratios in the report are measured against.
+
+func init() {
+	register("floor-reflect", setupFloorReflect)
+	register("floor-chan", setupFloorChan)
+	register("floor-tcp", setupFloorTCP)
+}
+
+// setupFloorReflect: the method found once, as net/rpc's Register does,
+// then a bare reflect.Value.Call per call with the receiver, args and reply,
+// as net/rpc's service.call does. No codec, no goroutine, no context.
+func setupFloorReflect(testing.TB, size) func() callFunc {
+	rcvr := reflect.ValueOf(new(Arith))
+	var fns [2]reflect.Value
+	for m, name := range map[method]string{multiply: "Multiply", echo: "Echo"} {
+		mt, ok := rcvr.Type().MethodByName(name)
+		if !ok {
+			panic("bench: Arith has no method " + name)
+		}
+		fns[m] = mt.Func
+	}
+	call := func(_ context.Context, m method, args, reply any) error {
+		out := fns[m].Call([]reflect.Value{rcvr, reflect.ValueOf(args), reflect.ValueOf(reply)})
+		if err := out[0].Interface(); err != nil {
+			return err.(error)
+		}
+		return nil
+	}
+	return func() callFunc { return call }
+}
+
+// setupFloorChan: one server goroutine; a call sends the request value over
+// an unbuffered channel and receives the reply value on the caller's own
+// unbuffered channel (one per caller, made once, so concurrent callers get
+// their own replies). The payload's bytes are not copied.
+func setupFloorChan(tb testing.TB, _ size) func() callFunc {
+	type request struct {
+		m         method
+		args      any
+		mulReply  chan Product
+		echoReply chan Payload
+	}
+	reqs := make(chan request)
+	done := make(chan struct{})
+	arith := new(Arith)
+	go func() {
+		defer close(done)
+		for r := range reqs {
+			switch r.m {
+			case multiply:
+				var p Product
+				_ = arith.Multiply(r.args.(*Args), &p)
+				r.mulReply <- p
+			case echo:
+				var p Payload
+				_ = arith.Echo(r.args.(*Payload), &p)
+				r.echoReply <- p
+			}
+		}
+	}()
+	tb.Cleanup(func() {
+		close(reqs)
+		<-done
+	})
+	return func() callFunc {
+		mulReply, echoReply := make(chan Product), make(chan Payload)
+		return func(_ context.Context, m method, args, reply any) error {
+			reqs <- request{m, args, mulReply, echoReply}
+			switch m {
+			case multiply:
+				*reply.(*Product) = <-mulReply
+			case echo:
+				*reply.(*Payload) = <-echoReply
+			}
+			return nil
+		}
+	}
+}
+
+// setupFloorTCP: raw bytes over loopback TCP, no framing, no codec. For 16B
+// the caller writes A and B as 16 little-endian bytes and reads the 8-byte
+// product; for a payload it writes the n bytes and reads n bytes back into a
+// new slice (as decoding into a zeroed reply must), the server reading all n
+// before it echoes them, as an RPC server does. The server knows n in
+// advance: that is the framing left out.
+func setupFloorTCP(tb testing.TB, sz size) func() callFunc {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	track := func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			track(c)
+			wg.Go(func() { serveRawTCP(c, sz.n) })
+		}
+	})
+	tb.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return func() callFunc {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		track(c)
+		buf := make([]byte, 16)
+		return func(_ context.Context, m method, args, reply any) error {
+			switch m {
+			case multiply:
+				a := args.(*Args)
+				binary.LittleEndian.PutUint64(buf[0:8], uint64(a.A))
+				binary.LittleEndian.PutUint64(buf[8:16], uint64(a.B))
+				if _, err := c.Write(buf[:16]); err != nil {
+					return err
+				}
+				if _, err := io.ReadFull(c, buf[:8]); err != nil {
+					return err
+				}
+				reply.(*Product).P = int64(binary.LittleEndian.Uint64(buf[:8]))
+			case echo:
+				p := args.(*Payload)
+				if _, err := c.Write(p.Data); err != nil {
+					return err
+				}
+				out := make([]byte, len(p.Data))
+				if _, err := io.ReadFull(c, out); err != nil {
+					return err
+				}
+				reply.(*Payload).Data = out
+			}
+			return nil
+		}
+	}
+}
+
+// serveRawTCP answers setupFloorTCP's calls on c until c closes: n == 0
+// multiplies, any other n echoes n bytes.
+func serveRawTCP(c net.Conn, n int) {
+	defer c.Close()
+	if n == 0 {
+		var in [16]byte
+		var out [8]byte
+		for {
+			if _, err := io.ReadFull(c, in[:]); err != nil {
+				return
+			}
+			a := int64(binary.LittleEndian.Uint64(in[0:8]))
+			b := int64(binary.LittleEndian.Uint64(in[8:16]))
+			binary.LittleEndian.PutUint64(out[:], uint64(a*b))
+			if _, err := c.Write(out[:]); err != nil {
+				return
+			}
+		}
+	}
+	buf := make([]byte, n)
+	for {
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return
+		}
+		if _, err := c.Write(buf); err != nil {
+			return
+		}
+	}
+}

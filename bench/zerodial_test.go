@@ -1,0 +1,150 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/memory"
+	"github.com/zerodial/transport/mux"
+	"github.com/zerodial/transport/tcp"
+)
+
+// zerodial's six paths. Every one serves Arith registered by reflection
+// (srv.Register, net/rpc's shape, as the net/rpc peers do) except
+// zerodial-direct-generic, which registers the same two methods with
+// dispatch.Handle and so needs no reflection.
+//
+//   - zerodial-direct: the shortcut in ShortcutDirect mode: no codec, args
+//     handed to the handler, reply written in place.
+//   - zerodial-direct-generic: the same, with dispatch.Handle methods.
+//   - zerodial-copy: the shortcut in ShortcutCopy mode: msgpack once each way.
+//   - zerodial-memory, zerodial-tcp, zerodial-mux: a Client over a socket of
+//     memory.New(), tcp.New() or mux.New() (yamux over loopback TCP), no
+//     shortcut.
+
+func init() {
+	register("zerodial-direct", func(tb testing.TB, _ size) func() callFunc {
+		return zerodialShortcut(tb, dispatch.ShortcutDirect, registerReflect)
+	})
+	register("zerodial-direct-generic", func(tb testing.TB, _ size) func() callFunc {
+		return zerodialShortcut(tb, dispatch.ShortcutDirect, registerGeneric)
+	})
+	register("zerodial-copy", func(tb testing.TB, _ size) func() callFunc {
+		return zerodialShortcut(tb, dispatch.ShortcutCopy, registerReflect)
+	})
+	register("zerodial-memory", func(tb testing.TB, _ size) func() callFunc {
+		return zerodialNetwork(tb, memory.New(), "")
+	})
+	register("zerodial-tcp", func(tb testing.TB, _ size) func() callFunc {
+		return zerodialNetwork(tb, tcp.New(), "127.0.0.1:0")
+	})
+	register("zerodial-mux", func(tb testing.TB, _ size) func() callFunc {
+		tr := mux.New()
+		tb.Cleanup(func() { tr.Close() })
+		return zerodialNetwork(tb, tr, "127.0.0.1:0")
+	})
+}
+
+var zerodialMethods = [...]string{multiply: "Arith.Multiply", echo: "Arith.Echo"}
+
+func registerReflect(srv *dispatch.Server) error { return srv.Register(new(Arith)) }
+
+func registerGeneric(srv *dispatch.Server) error {
+	arith := new(Arith)
+	return errors.Join(
+		dispatch.Handle(srv, "Arith.Multiply", func(_ context.Context, args *Args, reply *Product) error {
+			return arith.Multiply(args, reply)
+		}),
+		dispatch.Handle(srv, "Arith.Echo", func(_ context.Context, args *Payload, reply *Payload) error {
+			return arith.Echo(args, reply)
+		}),
+	)
+}
+
+// serveZerodial starts a Server with Arith on tr at addr and returns the
+// address it listens on. Start, unlike go Serve, has made the shortcut
+// entry when it returns, so a shortcut Client dialled next finds it.
+func serveZerodial(tb testing.TB, tr transport.Transport, addr string, reg func(*dispatch.Server) error) string {
+	srv := dispatch.NewServer()
+	if err := reg(srv); err != nil {
+		tb.Fatal(err)
+	}
+	l, err := tr.Listen(addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := srv.Start(l); err != nil {
+		l.Close()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { srv.Close() })
+	return l.Addr().String()
+}
+
+// dialZerodial returns one shared Client (safe for concurrent use) as the
+// callers.
+func dialZerodial(tb testing.TB, tr transport.Transport, addr string, opts ...dispatch.ClientOption) func() callFunc {
+	c, err := dispatch.Dial(context.Background(), tr, addr, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	call := func(ctx context.Context, m method, args, reply any) error {
+		return c.Call(ctx, zerodialMethods[m], args, reply)
+	}
+	return func() callFunc { return call }
+}
+
+// zerodialShortcut serves Arith on a memory transport and dials it with the
+// shortcut in mode. The Client dials through noDial, which refuses to open a
+// socket: should the shortcut not be taken, setup or the call fails rather
+// than timing the memory transport under the shortcut's name.
+func zerodialShortcut(tb testing.TB, mode dispatch.ShortcutMode, reg func(*dispatch.Server) error) func() callFunc {
+	tr := memory.New()
+	addr := serveZerodial(tb, tr, "", reg)
+	return dialZerodial(tb, noDial{tr}, addr, dispatch.WithShortcut(mode))
+}
+
+// zerodialNetwork serves Arith on tr at addr and dials it with no shortcut.
+func zerodialNetwork(tb testing.TB, tr transport.Transport, addr string) func() callFunc {
+	addr = serveZerodial(tb, tr, addr, registerReflect)
+	return dialZerodial(tb, tr, addr)
+}
+
+// noDial is a memory transport whose Dial fails: a shortcut Client given it
+// can only reach a Server through the shortcut. It keeps the address space
+// of the transport it wraps, which the shortcut looks addresses up in.
+type noDial struct{ *memory.Transport }
+
+var errNoDial = errors.New("bench: the shortcut was not taken; the client tried to open a socket")
+
+func (n noDial) Dial(_ context.Context, addr string) (transport.Socket, error) {
+	return nil, fmt.Errorf("%w (%s)", errNoDial, addr)
+}
+
+// TestShortcutModes checks that the shortcut implementations time the mode
+// they are named for: direct hands the caller's payload to the handler
+// (Echo's reply is the caller's own slice), copy does not.
+func TestShortcutModes(t *testing.T) {
+	data := payload(64)
+	for name, wantShared := range map[string]bool{
+		"zerodial-direct":         true,
+		"zerodial-direct-generic": true,
+		"zerodial-copy":           false,
+	} {
+		t.Run(name, func(t *testing.T) {
+			call := registry[name](t, size{"64B", len(data)})()
+			var reply Payload
+			if err := call(context.Background(), echo, &Payload{Data: data}, &reply); err != nil {
+				t.Fatal(err)
+			}
+			if shared := &reply.Data[0] == &data[0]; shared != wantShared {
+				t.Errorf("reply shares the caller's payload: %v, want %v", shared, wantShared)
+			}
+		})
+	}
+}
