@@ -2,6 +2,7 @@ package mux
 
 import (
 	"encoding/binary"
+	"io"
 	"net"
 	"sync"
 )
@@ -153,16 +154,31 @@ func (s *scanner) scan(b []byte, seen func(flags uint16, id uint32)) {
 // through unchanged and shows the frame headers to the tracker. Reads come
 // only from yamux's receive loop and writes only from its send loop, so
 // each scanner has one user.
+//
+// It also joins each data frame's header to its body. yamux writes the
+// 12-byte header and the body with two calls, which with TCP_NODELAY is two
+// system calls and two packets per message, and system calls are most of
+// what a small call over mux costs. So a data header is held back and goes
+// out with the body that yamux always writes next, in one writev (or one
+// write, over TLS).
 type tapConn struct {
 	net.Conn
 	t       *tracker
 	in, out scanner
 	inSeen  func(uint16, uint32)
 	outSeen func(uint16, uint32)
+
+	held    [hdrLen]byte // a data frame's header, waiting for its body
+	holding bool
+	rawTCP  bool        // writev is one system call
+	iov     [2][]byte   // backs bufs: WriteTo consumes bufs, not iov
+	bufs    net.Buffers // so that a writev allocates nothing
+	joined  []byte      // header and body copied together, when not rawTCP
 }
 
 func newTapConn(c net.Conn, t *tracker) *tapConn {
-	tc := &tapConn{Conn: c, t: t}
+	_, raw := c.(*net.TCPConn)
+	tc := &tapConn{Conn: c, t: t, rawTCP: raw}
 	// Bound once, so a scan does not allocate a closure.
 	tc.inSeen = func(flags uint16, id uint32) { t.seen(false, flags, id) }
 	tc.outSeen = func(flags uint16, id uint32) { t.seen(true, flags, id) }
@@ -176,7 +192,48 @@ func (c *tapConn) Read(b []byte) (int, error) {
 }
 
 func (c *tapConn) Write(b []byte) (int, error) {
+	if c.holding {
+		return c.writeJoined(b)
+	}
+	if len(b) == hdrLen && b[1] == typeData && binary.BigEndian.Uint32(b[8:12]) > 0 {
+		copy(c.held[:], b)
+		c.holding = true
+		return len(b), nil
+	}
 	n, err := c.Conn.Write(b)
 	c.out.scan(b[:n], c.outSeen)
 	return n, err
+}
+
+// maxJoined bounds the buffer kept for joining header and body over TLS.
+const maxJoined = 64 << 10
+
+// writeJoined writes the held header and then b, in one system call where
+// the connection allows. It reports the bytes of b written.
+func (c *tapConn) writeJoined(b []byte) (int, error) {
+	c.holding = false
+	var n int64
+	var err error
+	if c.rawTCP {
+		c.iov = [2][]byte{c.held[:], b}
+		c.bufs = c.iov[:]
+		n, err = c.bufs.WriteTo(c.Conn)
+		c.iov[1] = nil // do not keep yamux's buffer
+	} else {
+		buf := append(append(c.joined[:0], c.held[:]...), b...)
+		var w int
+		w, err = c.Conn.Write(buf)
+		n = int64(w)
+		if cap(buf) <= maxJoined {
+			c.joined = buf[:0]
+		}
+	}
+	h := min(n, hdrLen)
+	c.out.scan(c.held[:h], c.outSeen)
+	body := int(n - h)
+	c.out.scan(b[:body], c.outSeen)
+	if err == nil && h < hdrLen {
+		err = io.ErrShortWrite
+	}
+	return body, err
 }
