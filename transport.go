@@ -102,8 +102,8 @@ type Transport interface {
 	String() string
 }
 
-// FrameLimiter is implemented by transports that bound the size of one
-// message. A Message whose encoded size (see WIRE.md: the header block plus
+// FrameLimiter is implemented by transports, and by their listeners, that
+// bound the size of one message. A Message whose encoded size (see WIRE.md: the header block plus
 // the body) exceeds the limit fails with ErrFrameTooLarge.
 type FrameLimiter interface {
 	MaxFrameSize() int

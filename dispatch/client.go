@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -18,14 +19,29 @@ type Client struct {
 	addr  string
 	key   regKey
 	opts  clientOptions
-	limit int // the transport's frame limit, for the shortcut's copy mode
+	ctype string // the codec's name
+	limit int    // the transport's frame limit, for the shortcut's copy mode
 
 	mu         sync.Mutex
 	conn       *clientConn // nil until needed, and after it fails
+	dialing    *dialing    // a Dial under way, which other callers wait for
 	closed     bool
 	closedFlag atomic.Bool // closed, readable without the lock
+	life       context.Context
+	endLife    context.CancelFunc // ends a Dial under way when the Client closes
 	found      atomic.Pointer[found]
+	watching   watchers // shortcut handler contexts to end on Close
 }
+
+// dialing is a Dial in progress; done is closed when conn or err is set.
+type dialing struct {
+	done chan struct{}
+	conn *clientConn
+	err  error
+}
+
+func (c *Client) watch(x *shortcutCtx)   { c.watching.add(x) }
+func (c *Client) unwatch(x *shortcutCtx) { c.watching.remove(x) }
 
 // Dial returns a Client of the service at addr over tr. With WithShortcut,
 // when a Server of this process serves addr, no socket is opened; otherwise
@@ -38,7 +54,8 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 			opt(&o)
 		}
 	}
-	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), opts: o, limit: transport.DefaultMaxFrameSize}
+	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize}
+	c.life, c.endLife = context.WithCancel(context.Background())
 	if fl, ok := tr.(transport.FrameLimiter); ok {
 		c.limit = fl.MaxFrameSize()
 	}
@@ -46,27 +63,84 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 		return c, nil
 	}
 	if _, err := c.connect(ctx); err != nil {
+		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// connect returns the live connection, dialling one if there is none.
+// connect returns the live connection, dialling one if there is none. One
+// caller dials; the others wait for it, each no longer than its own context
+// allows, and none holds a lock meanwhile. Close ends a Dial under way.
 func (c *Client) connect(ctx context.Context) (*clientConn, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrShutdown
+		}
+		if c.conn != nil && !c.conn.failed() {
+			conn := c.conn
+			c.mu.Unlock()
+			return conn, nil
+		}
+		d := c.dialing
+		if d == nil {
+			d = &dialing{done: make(chan struct{})}
+			c.dialing = d
+			c.mu.Unlock()
+			return c.dial(ctx, d)
+		}
+		c.mu.Unlock()
+		select {
+		case <-d.done:
+			if d.err == nil {
+				return d.conn, nil
+			}
+			if ctx.Err() == nil && !errors.Is(d.err, context.Canceled) && !errors.Is(d.err, context.DeadlineExceeded) {
+				return nil, d.err
+			}
+			// The dialler's own context ended its Dial: try again with ours.
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// dial makes the connection d stands for.
+func (c *Client) dial(ctx context.Context, d *dialing) (*clientConn, error) {
+	dctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.life, cancel)
+	sock, err := c.tr.Dial(dctx, c.addr)
+	stop()
+	cancel()
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.dialing = nil
+	switch {
+	case err != nil:
+		err = fmt.Errorf("dispatch: dial %s %s: %w", c.tr, c.addr, err)
+	case c.closed:
+		sock.Close()
+		err = ErrShutdown
+	default:
+		if c.conn != nil {
+			c.conn.sock.Close() // failed: free what it holds
+		}
+		c.conn = newClientConn(sock, c.opts.codec)
+	}
 	if c.closed {
-		return nil, ErrShutdown
+		err = ErrShutdown
 	}
-	if c.conn != nil && !c.conn.failed() {
-		return c.conn, nil
-	}
-	sock, err := c.tr.Dial(ctx, c.addr)
+	d.conn, d.err = c.conn, err
+	c.mu.Unlock()
+	close(d.done)
 	if err != nil {
-		return nil, fmt.Errorf("dispatch: dial %s %s: %w", c.tr, c.addr, err)
+		return nil, err
 	}
-	c.conn = newClientConn(sock, c.opts.codec)
-	return c.conn, nil
+	return d.conn, nil
 }
 
 // Close closes the Client. Calls in flight on the network fail with
@@ -82,16 +156,12 @@ func (c *Client) Close() error {
 	c.closedFlag.Store(true)
 	conn := c.conn
 	c.mu.Unlock()
+	c.endLife()
+	c.watching.cancelAll()
 	if conn != nil {
 		conn.close()
 	}
 	return nil
-}
-
-func (c *Client) isClosed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closed
 }
 
 // Call calls serviceMethod ("Service.Method") with args and waits for the
@@ -105,21 +175,24 @@ func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any
 		return err
 	}
 	if c.opts.shortcut != ShortcutOff {
-		if srv := shortcuts.lookupCached(c.key, &c.found); srv != nil {
-			if err, done := c.shortcut(ctx, srv, serviceMethod, args, reply); done {
+		if e := shortcuts.lookupCached(c.key, &c.found); e != nil {
+			if err, done := c.shortcut(ctx, e, serviceMethod, args, reply); done {
 				return err
 			}
 		}
 	}
-	if c.isClosed() {
+	zero(reply)
+	if c.closedFlag.Load() {
 		return ErrShutdown
 	}
 	if ctx.Err() != nil {
 		return ctxError(ctx)
 	}
-	zero(reply)
 	conn, err := c.connect(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctxError(ctx) // the caller's context ended first, as on every path
+		}
 		return err
 	}
 	return conn.call(ctx, serviceMethod, args, reply)

@@ -20,9 +20,16 @@ type clientConn struct {
 	codec codec.Codec
 	ctype string
 
-	sendMu sync.Mutex
-	req    transport.Message
-	buf    []byte
+	// sending is the send lock: a channel, so a caller can stop waiting
+	// for it when its context ends.
+	sending chan struct{}
+	req     transport.Message
+	buf     []byte
+	// wdMu orders a context's interruption of a Send against the Send's end,
+	// so a stale past write deadline never outlives its Send.
+	wdMu        sync.Mutex
+	interrupted bool
+	inSend      bool
 
 	mu      sync.Mutex
 	next    uint64   // the next sequence number never used
@@ -53,6 +60,7 @@ func newClientConn(sock transport.Socket, c codec.Codec) *clientConn {
 		codec:   c,
 		ctype:   c.Name(),
 		req:     transport.Message{Header: make(map[string]string, 4)},
+		sending: make(chan struct{}, 1),
 		pending: make(map[uint64]*pending),
 		done:    make(chan struct{}),
 	}
@@ -120,6 +128,9 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 		}
 		<-p.done // the connection failed meanwhile and answered p
 		release(p)
+		if ctx.Err() != nil {
+			return ctxError(ctx)
+		}
 		return err
 	}
 
@@ -179,49 +190,114 @@ func (cc *clientConn) remove(seq uint64, unsent bool) bool {
 const maxKeptBuffer = 1 << 20
 
 func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args any) error {
-	cc.sendMu.Lock()
-	defer cc.sendMu.Unlock()
-	body, err := appendMarshal(cc.codec, cc.buf[:0], args)
+	if err := cc.lockSend(ctx); err != nil {
+		return err
+	}
+	defer cc.unlockSend()
+	body, err := encodeArgs(cc.codec, cc.buf[:0], name, args)
 	if err != nil {
-		return fmt.Errorf("dispatch: encoding arguments of %s: %w", name, err)
+		return err
 	}
-	h := cc.req.Header
-	clear(h)
-	h[headerServiceMethod] = name
-	h[headerSeq] = strconv.FormatUint(seq, 10)
-	if cc.ctype != codec.Msgpack.Name() {
-		h[headerContentType] = cc.ctype // absent means msgpack (WIRE.md)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		h[headerTimeout] = formatTimeout(time.Until(dl))
-	}
-	for k, v := range outgoing(ctx) {
-		h[metadataPrefix+k] = v
-	}
+	requestHeader(ctx, cc.req.Header, name, strconv.FormatUint(seq, 10), cc.ctype)
 	cc.req.Body = body
-	err = cc.sock.Send(&cc.req)
+	err = cc.sendInterruptible(ctx, &cc.req)
 	cc.req.Body = nil
 	if cap(body) <= maxKeptBuffer {
 		cc.buf = body[:0]
 	}
 	if err != nil {
 		if isFrameTooLarge(err) {
-			return fmt.Errorf("dispatch: arguments of %s: %w", name, err)
+			return argsTooLarge(name, err) // nothing was sent; the connection is fine
 		}
+		if ctx.Err() != nil && errors.Is(err, transport.ErrTimeout) {
+			// The caller's context interrupted the Send. A transport whose
+			// Send stopped part way closes the socket itself (the Socket
+			// contract), and the read loop then fails the connection; one
+			// that stopped before sending anything is still fine.
+			return ctxError(ctx)
+		}
+		// Part of the frame may be out: the connection cannot be trusted.
 		cc.fail(ErrShutdown)
 		cc.sock.Close()
-		return fmt.Errorf("dispatch: sending %s: %w", name, err)
+		if ctx.Err() != nil {
+			return ctxError(ctx)
+		}
+		return fmt.Errorf("%w: sending %s: %v", ErrShutdown, name, err)
 	}
 	return nil
 }
 
-// sendCancel tells the server the caller gave up on seq. Best effort: if it
-// cannot be sent, the connection is failing anyway.
+// lockSend takes the send lock, or gives up when ctx ends.
+func (cc *clientConn) lockSend(ctx context.Context) error {
+	select {
+	case cc.sending <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case cc.sending <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctxError(ctx)
+	case <-cc.done:
+		return ErrShutdown
+	}
+}
+
+func (cc *clientConn) unlockSend() { <-cc.sending }
+
+// sendInterruptible sends m, and makes the Send return if ctx ends while
+// it is blocked (a peer that stopped reading): the caller must not wait
+// longer than its context allows, on any path.
+func (cc *clientConn) sendInterruptible(ctx context.Context, m *transport.Message) error {
+	if ctx.Done() == nil {
+		return cc.sock.Send(m)
+	}
+	cc.wdMu.Lock()
+	cc.inSend, cc.interrupted = true, false
+	cc.wdMu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		cc.wdMu.Lock()
+		defer cc.wdMu.Unlock()
+		if cc.inSend {
+			cc.interrupted = true
+			_ = cc.sock.SetWriteDeadline(longAgo)
+		}
+	})
+	err := cc.sock.Send(m)
+	stop()
+	cc.wdMu.Lock()
+	cc.inSend = false
+	if cc.interrupted {
+		_ = cc.sock.SetWriteDeadline(time.Time{})
+	}
+	cc.wdMu.Unlock()
+	return err
+}
+
+// longAgo is a deadline in the past, to interrupt a blocked Send.
+var longAgo = time.Unix(1, 0)
+
+// sendCancel tells the server the caller gave up on seq. Best effort, and
+// never a wait for the caller: if the send lock is busy, a goroutine sends
+// it once the lock is free or the connection ends.
 func (cc *clientConn) sendCancel(seq uint64) {
-	m := transport.Message{Header: map[string]string{headerSeq: strconv.FormatUint(seq, 10), headerCancel: ""}}
-	cc.sendMu.Lock()
-	defer cc.sendMu.Unlock()
-	_ = cc.sock.Send(&m)
+	m := &transport.Message{Header: map[string]string{headerSeq: strconv.FormatUint(seq, 10), headerCancel: ""}}
+	select {
+	case cc.sending <- struct{}{}:
+		_ = cc.sock.Send(m)
+		cc.unlockSend()
+		return
+	default:
+	}
+	go func() {
+		select {
+		case cc.sending <- struct{}{}:
+			_ = cc.sock.Send(m)
+			cc.unlockSend()
+		case <-cc.done:
+		}
+	}()
 }
 
 func (cc *clientConn) readLoop() {
@@ -230,6 +306,7 @@ func (cc *clientConn) readLoop() {
 	for {
 		if err := cc.sock.Recv(&m); err != nil {
 			cc.fail(ErrShutdown)
+			cc.sock.Close() // the peer is gone; free what the socket holds
 			return
 		}
 		seq, err := strconv.ParseUint(m.Header[headerSeq], 10, 64)
@@ -255,9 +332,8 @@ func (cc *clientConn) readLoop() {
 		}
 		if msg, failed := m.Header[headerError]; failed {
 			p.err = &Error{Code: Code(m.Header[headerErrorCode]), Message: msg}
-		} else if err := cc.codec.Unmarshal(m.Body, p.reply); err != nil {
-			p.err = decodeReplyError(p.name, err)
-			zero(p.reply)
+		} else {
+			p.err = decodeReply(cc.codec, p.name, m.Body, p.reply)
 		}
 		p.done <- struct{}{}
 	}

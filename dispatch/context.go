@@ -2,31 +2,246 @@ package dispatch
 
 import (
 	"context"
+	"sync"
+	"time"
 )
 
-// callContext is the handler's context on every path. Its deadline,
-// cancellation and error come from parent — on the network a context the
-// server derives from the request, on the shortcut the caller's own — but
-// its values do not: a handler sees the caller's metadata and nothing else,
-// wherever the caller is.
-type callContext struct {
-	context.Context
+// callCtx is the cancellation core of a handler's context, shared by the
+// network (serverCall) and the shortcut (shortcutCtx), so that on every path
+// the handler's context ends for the same reasons with the same error, and
+// carries the caller's metadata and no other value. It costs one allocation
+// with the call it belongs to; its Done channel is made only if asked for.
+type callCtx struct {
 	md Metadata
+
+	mu     sync.Mutex
+	done   chan struct{} // made by the first Done
+	err    error
+	afters []*afterFunc
+	// hook, if set, is told once when the context ends (outside mu). An
+	// interface, not a func, so that setting it allocates nothing.
+	hook endHook
 }
 
-func (c *callContext) Value(key any) any {
+// endHook is told when a callCtx ends.
+type endHook interface{ ended() }
+
+type afterFunc struct {
+	f       func()
+	stopped bool
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// cancel ends the context with err, once.
+func (c *callCtx) cancel(err error) {
+	c.mu.Lock()
+	afters, hook, ok := c.cancelLocked(err)
+	c.mu.Unlock()
+	if ok {
+		c.after(afters, hook)
+	}
+}
+
+// cancelLocked records err; the caller runs c.after with the results once
+// it has released c.mu.
+func (c *callCtx) cancelLocked(err error) ([]*afterFunc, endHook, bool) {
+	if c.err != nil {
+		return nil, nil, false
+	}
+	c.err = err
+	if c.done != nil {
+		close(c.done)
+	}
+	afters := c.afters
+	c.afters = nil
+	for _, a := range afters {
+		a.stopped = true
+	}
+	return afters, c.hook, true
+}
+
+func (c *callCtx) after(afters []*afterFunc, hook endHook) {
+	if hook != nil {
+		hook.ended()
+	}
+	for _, a := range afters {
+		go a.f()
+	}
+}
+
+// doneLocked returns the Done channel, making it if need be.
+func (c *callCtx) doneLocked() <-chan struct{} {
+	if c.done == nil {
+		if c.err != nil {
+			return closedChan
+		}
+		c.done = make(chan struct{})
+	}
+	return c.done
+}
+
+// Value returns the caller's metadata for MetadataFrom, and nothing else.
+func (c *callCtx) Value(key any) any {
 	if _, ok := key.(incomingKey); ok && c.md != nil {
 		return c.md
 	}
 	return nil
 }
 
-// AfterFunc lets context.WithCancel and friends, given a callContext as a
-// parent, follow its cancellation without a goroutine of their own (the
-// context package looks for this method because Value hides the parent's
-// internals).
-func (c *callContext) AfterFunc(f func()) func() bool {
-	return context.AfterFunc(c.Context, f)
+// AfterFunc lets contexts derived from this one follow its cancellation
+// without a goroutine each (the context package looks for this method).
+func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	a := &afterFunc{f: f}
+	c.afters = append(c.afters, a)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if a.stopped {
+			return false
+		}
+		a.stopped = true
+		for i, x := range c.afters {
+			if x == a {
+				c.afters = append(c.afters[:i], c.afters[i+1:]...)
+				break
+			}
+		}
+		return true
+	}
 }
 
-func (c *callContext) String() string { return "dispatch.callContext" }
+// shortcutCtx is the handler's context on the shortcut. Its deadline is the
+// caller's; it ends when the caller's context ends, when the call returns,
+// or when the Client or the Server stops — as the network's does when the
+// Cancel message arrives, the reply is sent, or the connection closes.
+type shortcutCtx struct {
+	callCtx
+	parent  context.Context
+	client  *Client
+	srv     *Server
+	watched bool        // registered with client and srv for their Close
+	stop    func() bool // ends the watch on parent
+}
+
+func (c *shortcutCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+// check ends the context if something it follows has ended; c.mu is held.
+func (c *shortcutCtx) checkLocked() ([]*afterFunc, endHook, bool) {
+	if c.err != nil {
+		return nil, nil, false
+	}
+	if err := c.parent.Err(); err != nil {
+		return c.cancelLocked(err)
+	}
+	if c.client.closedFlag.Load() || c.srv.stopped.Load() {
+		return c.cancelLocked(context.Canceled)
+	}
+	return nil, nil, false
+}
+
+func (c *shortcutCtx) Err() error {
+	c.mu.Lock()
+	afters, hook, ok := c.checkLocked()
+	err := c.err
+	c.mu.Unlock()
+	if ok {
+		c.after(afters, hook)
+	}
+	return err
+}
+
+// Done makes the channel and only then starts following the caller's
+// context, the Client and the Server: a handler that never asks costs
+// nothing for it.
+func (c *shortcutCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	afters, hook, ok := c.checkLocked()
+	first := c.done == nil && c.err == nil
+	ch := c.doneLocked()
+	if first {
+		c.watched = true
+		if c.parent.Done() != nil {
+			c.stop = context.AfterFunc(c.parent, func() { c.cancel(c.parent.Err()) })
+		}
+	}
+	c.mu.Unlock()
+	if ok {
+		c.after(afters, hook)
+	}
+	if first {
+		c.client.watch(c)
+		c.srv.watch(c)
+		// Either may have stopped while we registered.
+		if c.client.closedFlag.Load() || c.srv.stopped.Load() {
+			c.cancel(context.Canceled)
+		}
+	}
+	return ch
+}
+
+// finish ends the context when the call returns.
+func (c *shortcutCtx) finish() {
+	c.cancel(context.Canceled)
+}
+
+// ended stops following what the context followed.
+func (c *shortcutCtx) ended() {
+	c.mu.Lock()
+	watched, stop := c.watched, c.stop
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if watched {
+		c.client.unwatch(c)
+		c.srv.unwatch(c)
+	}
+}
+
+func (c *shortcutCtx) String() string { return "dispatch.shortcutCtx" }
+
+// watchers is the set of shortcut contexts a Client or Server ends when it
+// stops.
+type watchers struct {
+	mu  sync.Mutex
+	set map[*shortcutCtx]struct{}
+}
+
+func (w *watchers) add(c *shortcutCtx) {
+	w.mu.Lock()
+	if w.set == nil {
+		w.set = make(map[*shortcutCtx]struct{})
+	}
+	w.set[c] = struct{}{}
+	w.mu.Unlock()
+}
+
+func (w *watchers) remove(c *shortcutCtx) {
+	w.mu.Lock()
+	delete(w.set, c)
+	w.mu.Unlock()
+}
+
+// cancelAll ends every context in the set.
+func (w *watchers) cancelAll() {
+	w.mu.Lock()
+	cs := make([]*shortcutCtx, 0, len(w.set))
+	for c := range w.set {
+		cs = append(cs, c)
+	}
+	w.mu.Unlock()
+	for _, c := range cs {
+		c.cancel(context.Canceled)
+	}
+}

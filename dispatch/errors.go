@@ -74,6 +74,9 @@ func toError(err error) *Error {
 	}
 	var e *Error
 	if errors.As(err, &e) {
+		if e == nil {
+			return nil // a nil *Error in a non-nil error: success, as the handler meant
+		}
 		return &Error{Code: e.Code, Message: e.Message}
 	}
 	code := CodeUnknown

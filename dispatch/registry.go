@@ -28,6 +28,9 @@ type registry struct {
 // entry is one listener's registration.
 type entry struct {
 	srv *Server
+	// limit is the listener's frame limit (transport.FrameLimiter), 0 if
+	// it does not say: the shortcut applies it where the network would.
+	limit int
 	// closed reports whether the listener has closed, for listeners that
 	// can tell (transport.ClosedReporter): the entry is dead from that
 	// moment, before Serve notices and removes it.
@@ -40,13 +43,13 @@ func (e *entry) live() bool { return e != nil && (e.closed == nil || !e.closed()
 // since the point is to find a Server of this process by address alone.
 var shortcuts registry
 
-func (r *registry) lookup(k regKey) *Server {
+func (r *registry) lookup(k regKey) *entry {
 	m := r.m.Load()
 	if m == nil {
 		return nil
 	}
 	if e := (*m)[k]; e.live() {
-		return e.srv
+		return e
 	}
 	return nil
 }
@@ -60,7 +63,7 @@ type found struct {
 
 // lookupCached is lookup through a Client's memory of its last answer, which
 // saves hashing the key on every call.
-func (r *registry) lookupCached(k regKey, cache *atomic.Pointer[found]) *Server {
+func (r *registry) lookupCached(k regKey, cache *atomic.Pointer[found]) *entry {
 	m := r.m.Load()
 	f := cache.Load()
 	if f == nil || f.in != m {
@@ -72,7 +75,7 @@ func (r *registry) lookupCached(k regKey, cache *atomic.Pointer[found]) *Server 
 		cache.Store(f)
 	}
 	if f.e.live() {
-		return f.e.srv
+		return f.e
 	}
 	return nil
 }
@@ -85,6 +88,9 @@ func (r *registry) lookupCached(k regKey, cache *atomic.Pointer[found]) *Server 
 func (r *registry) add(l transport.Listener, srv *Server) (remove func()) {
 	keys := serverKeys(l.Addr())
 	e := &entry{srv: srv}
+	if fl, ok := l.(transport.FrameLimiter); ok {
+		e.limit = fl.MaxFrameSize()
+	}
 	if cr, ok := l.(transport.ClosedReporter); ok {
 		e.closed = cr.Closed
 	}

@@ -100,7 +100,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 			md[key] = v
 		}
 	}
-	call := &serverCall{conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText, name: name, md: md}
+	call := &serverCall{callCtx: callCtx{md: md}, conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText, name: name}
 	if t, ok := m.Header[headerTimeout]; ok {
 		d, valid := parseTimeout(t)
 		if !valid {
@@ -191,15 +191,8 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, e *
 		}
 	}
 	r.buf = body
-	h := r.msg.Header
-	clear(h)
-	h[headerServiceMethod] = name
-	h[headerSeq] = seqText
+	responseHeader(r.msg.Header, name, seqText, e)
 	if e != nil {
-		h[headerError] = e.Message
-		if e.Code != CodeUnknown {
-			h[headerErrorCode] = string(e.Code)
-		}
 		body = body[:0]
 	}
 	r.msg.Body = body
@@ -209,7 +202,7 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, e *
 	}
 	if e == nil && isFrameTooLarge(err) {
 		// The connection is fine; only this reply is too big.
-		c.reply(seqText, name, nil, nil, &Error{Code: CodeInternal, Message: "dispatch: reply of " + name + " is too large: " + err.Error()})
+		c.reply(seqText, name, nil, nil, replyTooLarge(name, err))
 		return
 	}
 	c.sock.Close()

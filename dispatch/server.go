@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"runtime/debug"
 	"strings"
@@ -23,9 +24,14 @@ var ErrServerClosed = errors.New("dispatch: server closed")
 // Clients of this process through the shortcut.
 type Server struct {
 	opts   serverOptions
-	routes atomic.Pointer[map[string]*method]
+	routes atomic.Pointer[routes]
 	regMu  sync.Mutex
 	gate   *gate
+
+	// stopped is set when the Server stops without waiting (Close, or a
+	// Shutdown whose context ended): calls in flight lose their callers.
+	stopped  atomic.Bool
+	watching watchers // shortcut handler contexts to end then
 
 	mu        sync.Mutex
 	closed    bool
@@ -56,34 +62,37 @@ func NewServer(opts ...ServerOption) *Server {
 		tasks:     make(chan task),
 		quit:      make(chan struct{}),
 	}
-	empty := map[string]*method{}
-	s.routes.Store(&empty)
+	s.routes.Store(&routes{methods: map[string]*method{}, services: map[string]bool{}})
 	return s
+}
+
+// routes is the router's table, replaced whole by each registration so that
+// lookups take no lock.
+type routes struct {
+	methods  map[string]*method // by "Service.Method"
+	services map[string]bool    // service names, for net/rpc's error wording
 }
 
 // add publishes methods, all or none.
 func (s *Server) add(ms ...*method) error {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
-	old := *s.routes.Load()
-	next := make(map[string]*method, len(old)+len(ms))
-	for k, v := range old {
-		next[k] = v
-	}
+	old := s.routes.Load()
+	next := &routes{methods: maps.Clone(old.methods), services: maps.Clone(old.services)}
 	for _, m := range ms {
 		dot := strings.LastIndex(m.name, ".")
 		if dot <= 0 || dot == len(m.name)-1 {
 			return fmt.Errorf("dispatch: method name %q is not of the form Service.Method", m.name)
 		}
-		if _, dup := next[m.name]; dup {
+		if _, dup := next.methods[m.name]; dup {
 			return fmt.Errorf("dispatch: method %s already registered", m.name)
 		}
 		m.handler = chain(s.opts.interceptors, m.name, m.call)
 		m.seesCtx = m.takesCtx || len(s.opts.interceptors) > 0
-		next[m.name] = m
-		next[m.name[:dot]] = nil // marks the service as known, for error wording
+		next.methods[m.name] = m
+		next.services[m.name[:dot]] = true
 	}
-	s.routes.Store(&next)
+	s.routes.Store(next)
 	return nil
 }
 
@@ -103,15 +112,15 @@ func chain(ics []Interceptor, name string, call Handler) Handler {
 // lookup is the router, shared by every path; its errors use net/rpc's
 // wording.
 func (s *Server) lookup(serviceMethod string) (*method, *Error) {
-	routes := *s.routes.Load()
-	if m := routes[serviceMethod]; m != nil {
+	r := s.routes.Load()
+	if m := r.methods[serviceMethod]; m != nil {
 		return m, nil
 	}
 	dot := strings.LastIndex(serviceMethod, ".")
 	if dot < 0 {
 		return nil, &Error{Code: CodeInvalidArgument, Message: "rpc: service/method request ill-formed: " + serviceMethod}
 	}
-	if _, ok := routes[serviceMethod[:dot]]; !ok {
+	if !r.services[serviceMethod[:dot]] {
 		return nil, &Error{Code: CodeNotFound, Message: "rpc: can't find service " + serviceMethod}
 	}
 	return nil, &Error{Code: CodeNotFound, Message: "rpc: can't find method " + serviceMethod}
@@ -142,6 +151,9 @@ func (s *Server) codecFor(contentType string) (codec.Codec, *Error) {
 
 // decodeArgs and encodeReply word their failures the same on every path.
 func decodeArgs(c codec.Codec, m *method, body []byte, args any) *Error {
+	if len(body) == 0 {
+		return nil // nil arguments: the handler gets zero ones (encodeArgs)
+	}
 	if err := c.Unmarshal(body, args); err != nil {
 		return &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("dispatch: decoding arguments of %s: %v", m.name, err)}
 	}
@@ -288,10 +300,16 @@ func (s *Server) untrack(c *serverConn) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopAccepting()
 	err := s.gate.wait(ctx)
+	if err != nil {
+		s.stop()
+	}
 	s.closeConns()
 	if err == nil {
 		s.serving.Wait()
 		s.stopWorkers()
+	} else {
+		// Calls still running end with their handlers; idle workers end now.
+		s.quitOnce.Do(func() { close(s.quit) })
 	}
 	return err
 }
@@ -307,11 +325,22 @@ func (s *Server) stopWorkers() {
 // calls in flight get no reply (their callers see the connection fail).
 func (s *Server) Close() error {
 	s.stopAccepting()
+	s.stop()
 	s.closeConns()
 	s.serving.Wait()
 	s.quitOnce.Do(func() { close(s.quit) })
 	return nil
 }
+
+// stop fails the calls in flight on the shortcut, as closing the
+// connections fails those on the network.
+func (s *Server) stop() {
+	s.stopped.Store(true)
+	s.watching.cancelAll()
+}
+
+func (s *Server) watch(c *shortcutCtx)   { s.watching.add(c) }
+func (s *Server) unwatch(c *shortcutCtx) { s.watching.remove(c) }
 
 func (s *Server) stopAccepting() {
 	s.mu.Lock()

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/zerodial/transport/codec"
@@ -13,9 +12,12 @@ import (
 // context.WithCancel and a wrapper for its values would cost three, and the
 // allocation budget of a call is small. It behaves as a context derived from
 // context.Background with the caller's deadline, cancelled by a Cancel
-// message or when the connection ends, whose only values are the caller's
-// metadata — the same as the handler's context on the shortcut.
+// message, when the reply is sent, or when the connection ends, whose only
+// values are the caller's metadata — the same as the handler's context on
+// the shortcut (shortcutCtx).
 type serverCall struct {
+	callCtx
+
 	conn    *serverConn
 	meth    *method
 	args    any
@@ -25,27 +27,10 @@ type serverCall struct {
 	seqText string
 	name    string
 
-	md          Metadata
 	deadline    time.Time
 	hasDeadline bool
-
-	mu     sync.Mutex
-	done   chan struct{} // made by the first Done
-	err    error
-	timer  *time.Timer
-	afters []*afterFunc
+	timer       *time.Timer
 }
-
-type afterFunc struct {
-	f       func()
-	stopped bool
-}
-
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
 
 // setDeadline starts the timer that ends the call at d.
 func (c *serverCall) setDeadline(d time.Duration) {
@@ -55,89 +40,25 @@ func (c *serverCall) setDeadline(d time.Duration) {
 		c.cancel(context.DeadlineExceeded)
 		return
 	}
-	c.mu.Lock()
 	c.timer = time.AfterFunc(d, func() { c.cancel(context.DeadlineExceeded) })
-	c.mu.Unlock()
+	c.hook = c
 }
 
-// cancel ends the context with err, once.
-func (c *serverCall) cancel(err error) {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return
-	}
-	c.err = err
-	if c.done != nil {
-		close(c.done)
-	}
-	if c.timer != nil {
-		c.timer.Stop()
-	}
-	afters := c.afters
-	c.afters = nil
-	for _, a := range afters {
-		a.stopped = true
-	}
-	c.mu.Unlock()
-	for _, a := range afters {
-		go a.f()
-	}
-}
+// ended stops the deadline's timer.
+func (c *serverCall) ended() { c.timer.Stop() }
 
 func (c *serverCall) Deadline() (time.Time, bool) { return c.deadline, c.hasDeadline }
 
 func (c *serverCall) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done == nil {
-		if c.err != nil {
-			return closedChan
-		}
-		c.done = make(chan struct{})
-	}
-	return c.done
+	return c.doneLocked()
 }
 
 func (c *serverCall) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
-}
-
-func (c *serverCall) Value(key any) any {
-	if _, ok := key.(incomingKey); ok && c.md != nil {
-		return c.md
-	}
-	return nil
-}
-
-// AfterFunc lets contexts derived from this one follow its cancellation
-// without a goroutine each (the context package looks for this method).
-func (c *serverCall) AfterFunc(f func()) (stop func() bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil {
-		go f()
-		return func() bool { return false }
-	}
-	a := &afterFunc{f: f}
-	c.afters = append(c.afters, a)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if a.stopped {
-			return false
-		}
-		a.stopped = true
-		for i, x := range c.afters {
-			if x == a {
-				c.afters = append(c.afters[:i], c.afters[i+1:]...)
-				break
-			}
-		}
-		return true
-	}
 }
 
 func (c *serverCall) String() string { return "dispatch.serverCall" }

@@ -2,51 +2,55 @@ package dispatch
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"sync"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/frame"
 )
 
-// shortcut makes a call on srv, a Server of this process, with no socket. It
-// goes through the same router, interceptor chain, panic rule and error
-// mapping as a call from the network (Server.lookup, Server.invoke) and
-// words its own failures as the network path does. It reports false when
-// srv is shutting down: the call then goes to the transport, as it would
-// have if the shortcut had never found srv.
-func (c *Client) shortcut(ctx context.Context, srv *Server, name string, args, reply any) (error, bool) {
+// shortcut makes a call on e's Server, a Server of this process, with no
+// socket. It goes through the same router, interceptor chain, panic rule
+// and error mapping as a call from the network (Server.lookup,
+// Server.invoke), applies the checks the network applies in the same order,
+// and words its own failures as the network path does. It reports false when
+// the Server is shutting down: the call then goes to the transport, as it
+// would have if the shortcut had never found the Server.
+func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, reply any) (error, bool) {
+	srv := e.srv
 	if !srv.gate.enter() {
 		return nil, false
 	}
 	defer srv.gate.leave()
+	zero(reply)
 	if c.closedFlag.Load() {
 		return ErrShutdown, true
 	}
 	if ctx.Err() != nil {
-		zero(reply)
 		return ctxError(ctx), true
 	}
-	m, e := srv.lookup(name)
-	if e != nil {
-		zero(reply)
-		return e, true
-	}
-	var hctx context.Context = ctx // seen by nobody, unless seesCtx
-	if m.seesCtx {
-		md := outgoing(ctx)
-		if md != nil {
-			md = maps.Clone(md) // the handler's own, as on the network
-		}
-		hctx = &callContext{Context: ctx, md: md}
-	}
 	if c.opts.shortcut == ShortcutDirect {
-		if a, ok := m.direct(args); ok && m.zeroReply(reply) {
-			return c.finish(ctx, reply, errOf(srv.invoke(hctx, m, a, reply))), true
+		if err, ok := c.direct(ctx, srv, name, args, reply); ok {
+			return c.finish(ctx, srv, reply, err), true
 		}
 	}
-	zero(reply)
-	return c.finish(ctx, reply, c.copyCall(srv, hctx, m, args, reply)), true
+	return c.finish(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply)), true
+}
+
+// finish applies the rules the network path applies on the caller's side: a
+// context that ended first wins; a Client or Server that stopped meanwhile
+// fails the call, as a closed connection would; a failed call leaves *reply
+// zero.
+func (c *Client) finish(ctx context.Context, srv *Server, reply any, err error) error {
+	if ctx.Err() != nil {
+		err = ctxError(ctx)
+	} else if c.closedFlag.Load() || srv.stopped.Load() {
+		err = ErrShutdown
+	}
+	if err != nil {
+		zero(reply)
+	}
+	return err
 }
 
 // errOf returns e as an error, nil when e is nil (not a nil *Error in a
@@ -58,19 +62,54 @@ func errOf(e *Error) error {
 	return e
 }
 
-// finish applies the rules the network path applies on the caller's side: a
-// context that ended first wins, a closed Client fails the call, and a
-// failed call leaves *reply zero.
-func (c *Client) finish(ctx context.Context, reply any, err error) error {
-	if ctx.Err() != nil {
-		err = ctxError(ctx)
-	} else if c.closedFlag.Load() {
-		err = ErrShutdown
+// handlerCtx returns the handler's context for a call of m, and the
+// shortcutCtx to end when the call returns (nil if none). A method that
+// cannot see its context (no context parameter, no interceptors) gets the
+// caller's, which nobody observes, at no cost.
+func (c *Client) handlerCtx(ctx context.Context, srv *Server, m *method) (context.Context, *shortcutCtx) {
+	if !m.seesCtx {
+		return ctx, nil
 	}
-	if err != nil {
-		zero(reply)
+	md := outgoing(ctx)
+	if len(md) == 0 {
+		md = nil // as the network delivers it
+	} else {
+		md = maps.Clone(md) // the handler's own, as on the network
 	}
-	return err
+	sc := &shortcutCtx{callCtx: callCtx{md: md}, parent: ctx, client: c, srv: srv}
+	sc.hook = sc
+	return sc, sc
+}
+
+// invoke runs the call through the Server's chain with the handler's
+// context, and ends that context when the call returns, as the network
+// does once the reply is sent.
+func (c *Client) invoke(ctx context.Context, srv *Server, m *method, args, reply any) *Error {
+	hctx, sc := c.handlerCtx(ctx, srv, m)
+	e := srv.invoke(hctx, m, args, reply)
+	if sc != nil {
+		sc.finish()
+	}
+	return e
+}
+
+// direct runs the call with the caller's own values. It reports false when
+// the caller's types are not the handler's: the call then runs in copy mode,
+// which decodes exactly as the network would. Nothing is encoded, so the
+// checks of encoding and of frame sizes do not apply.
+func (c *Client) direct(ctx context.Context, srv *Server, name string, args, reply any) (error, bool) {
+	m, e := srv.lookup(name)
+	if e != nil {
+		return e, true
+	}
+	if _, e := srv.codecFor(c.ctype); e != nil {
+		return e, true
+	}
+	a, ok := m.direct(args)
+	if !ok || !m.zeroReply(reply) {
+		return nil, false
+	}
+	return errOf(c.invoke(ctx, srv, m, a, reply)), true
 }
 
 var buffers = sync.Pool{New: func() any { return new([]byte) }}
@@ -79,31 +118,44 @@ var buffers = sync.Pool{New: func() any { return new([]byte) }}
 // the handler's own values, and the reply encoded and decoded into the
 // caller's, exactly as the network path would, so caller and handler share
 // no memory.
-func (c *Client) copyCall(srv *Server, ctx context.Context, m *method, args, reply any) error {
+func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, reply any) error {
+	srv := ent.srv
 	bp := buffers.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= maxPooledBody {
 			buffers.Put(bp)
 		}
 	}()
-	body, err := appendMarshal(c.opts.codec, (*bp)[:0], args)
+	body, err := encodeArgs(c.opts.codec, (*bp)[:0], name, args)
 	*bp = body[:0]
 	if err != nil {
-		return fmt.Errorf("dispatch: encoding arguments of %s: %w", m.name, err)
+		return err
 	}
-	if err := c.checkSize(m.name, body); err != nil {
-		return fmt.Errorf("dispatch: arguments of %s: %w", m.name, err)
+	sizes := c.sizes(ctx, ent, name, body)
+	if sizes.near {
+		h := make(map[string]string)
+		requestHeader(ctx, h, name, "0", c.ctype)
+		m := transport.Message{Header: h, Body: body}
+		if _, err := frame.Check(&m, c.limit); err != nil {
+			return argsTooLarge(name, err)
+		}
+		if _, err := frame.Check(&m, sizes.server); err != nil {
+			return ErrShutdown // the server drops a connection that sends it an oversize frame
+		}
 	}
-	cdc, e := srv.codecFor(c.opts.codec.Name())
+	m, e := srv.lookup(name)
 	if e != nil {
 		return e
 	}
-	a := m.newArgs()
+	cdc, e := srv.codecFor(c.ctype)
+	if e != nil {
+		return e
+	}
+	a, r := m.newPair()
 	if e := decodeArgs(cdc, m, body, a); e != nil {
 		return e
 	}
-	r := m.newReply()
-	if e := srv.invoke(ctx, m, a, r); e != nil {
+	if e := c.invoke(ctx, srv, m, a, r); e != nil {
 		return e
 	}
 	body, err = appendMarshal(cdc, body[:0], r)
@@ -111,23 +163,35 @@ func (c *Client) copyCall(srv *Server, ctx context.Context, m *method, args, rep
 	if err != nil {
 		return encodeError(m.name, err)
 	}
-	if err := c.checkSize(m.name, body); err != nil {
-		return &Error{Code: CodeInternal, Message: "dispatch: reply of " + m.name + " is too large: " + err.Error()}
+	if c.sizes(ctx, ent, name, body).near {
+		h := make(map[string]string)
+		responseHeader(h, name, "0", nil)
+		resp := transport.Message{Header: h, Body: body}
+		if _, err := frame.Check(&resp, sizes.server); err != nil {
+			return replyTooLarge(name, err)
+		}
+		if _, err := frame.Check(&resp, c.limit); err != nil {
+			return ErrShutdown // the client drops a connection that sends it an oversize frame
+		}
 	}
-	if err := c.opts.codec.Unmarshal(body, reply); err != nil {
-		return decodeReplyError(m.name, err)
-	}
-	return nil
+	return decodeReply(c.opts.codec, name, body, reply)
 }
 
-// checkSize applies the transport's frame limit to a body the copy mode
-// encoded, as the network would. The headers a frame would carry are
-// counted as a small allowance rather than exactly: near the limit, the
-// network and the shortcut may differ by those few bytes.
-func (c *Client) checkSize(name string, body []byte) error {
-	const headerAllowance = 64
-	if n := len(body) + len(name) + headerAllowance; n > c.limit {
-		return fmt.Errorf("%w: about %d bytes, limit %d", transport.ErrFrameTooLarge, n, c.limit)
+// frameSizes says whether a body is near enough to a frame limit for the
+// exact check, which builds the headers the network would send.
+type frameSizes struct {
+	server int  // the server listener's limit, or the client's if unknown
+	near   bool // within reach of the smaller limit
+}
+
+func (c *Client) sizes(ctx context.Context, ent *entry, name string, body []byte) frameSizes {
+	server := ent.limit
+	if server <= 0 {
+		server = c.limit
 	}
-	return nil
+	headers := 512 + len(name) // the fixed headers, with room to spare
+	for k, v := range outgoing(ctx) {
+		headers += len(metadataPrefix) + len(k) + len(v) + 2*4
+	}
+	return frameSizes{server: server, near: len(body)+headers >= min(server, c.limit)}
 }

@@ -1,6 +1,9 @@
 package dispatch
 
 import (
+	"context"
+	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -40,4 +43,81 @@ func parseTimeout(s string) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(n), true
+}
+
+// requestHeader fills h with a request's headers as the network sends them.
+// The shortcut builds the same headers to apply the same frame limits.
+func requestHeader(ctx context.Context, h map[string]string, name, seqText, ctype string) {
+	clear(h)
+	h[headerServiceMethod] = name
+	h[headerSeq] = seqText
+	if ctype != codec.Msgpack.Name() {
+		h[headerContentType] = ctype // absent means msgpack (WIRE.md)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		h[headerTimeout] = formatTimeout(time.Until(dl))
+	}
+	for k, v := range outgoing(ctx) {
+		h[metadataPrefix+k] = v
+	}
+}
+
+// responseHeader fills h with a response's headers.
+func responseHeader(h map[string]string, name, seqText string, e *Error) {
+	clear(h)
+	h[headerServiceMethod] = name
+	h[headerSeq] = seqText
+	if e != nil {
+		h[headerError] = e.Message
+		if e.Code != CodeUnknown {
+			h[headerErrorCode] = string(e.Code)
+		}
+	}
+}
+
+// encodeArgs appends the body of a request to dst. Nil arguments (nil, or a
+// nil pointer) are an empty body, which the server reads as zero arguments:
+// the same as the handler receives on the shortcut, whatever the type.
+func encodeArgs(c codec.Codec, dst []byte, name string, args any) ([]byte, error) {
+	if isNil(args) {
+		return dst, nil
+	}
+	b, err := appendMarshal(c, dst, args)
+	if err != nil {
+		return dst, fmt.Errorf("dispatch: encoding arguments of %s: %w", name, err)
+	}
+	return b, nil
+}
+
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// decodeReply decodes a response body into reply, which Call has zeroed; an
+// empty body leaves it zero.
+func decodeReply(c codec.Codec, name string, body []byte, reply any) error {
+	if len(body) == 0 {
+		return nil
+	}
+	if err := c.Unmarshal(body, reply); err != nil {
+		zero(reply)
+		return decodeReplyError(name, err)
+	}
+	return nil
+}
+
+// replyTooLarge is the error a caller gets for a reply over the server's
+// frame limit.
+func replyTooLarge(name string, err error) *Error {
+	return &Error{Code: CodeInternal, Message: "dispatch: reply of " + name + " is too large: " + err.Error()}
+}
+
+// argsTooLarge is the error a caller gets for arguments over its own
+// transport's frame limit.
+func argsTooLarge(name string, err error) error {
+	return fmt.Errorf("dispatch: arguments of %s: %w", name, err)
 }

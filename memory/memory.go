@@ -173,6 +173,9 @@ func (l *listener) Close() error {
 	return nil
 }
 
+// MaxFrameSize returns the largest message the listener's sockets carry.
+func (l *listener) MaxFrameSize() int { return l.t.opts.MaxFrameSize }
+
 // Closed reports whether Close has been called (transport.ClosedReporter).
 func (l *listener) Closed() bool {
 	select {

@@ -68,6 +68,9 @@ type serverSession struct {
 
 func (l *listener) Addr() net.Addr { return l.nl.Addr() }
 
+// MaxFrameSize returns the largest message the listener's streams carry.
+func (l *listener) MaxFrameSize() int { return l.t.MaxFrameSize() }
+
 // Closed reports whether Close has been called (transport.ClosedReporter).
 func (l *listener) Closed() bool {
 	select {

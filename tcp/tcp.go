@@ -98,6 +98,9 @@ type listener struct {
 // Closed reports whether Close has been called (transport.ClosedReporter).
 func (l *listener) Closed() bool { return l.closed.Load() }
 
+// MaxFrameSize returns the largest message the listener's sockets carry.
+func (l *listener) MaxFrameSize() int { return l.opts.MaxFrameSize }
+
 func (l *listener) Accept() (transport.Socket, error) {
 	c, err := l.nl.Accept()
 	if err != nil {

@@ -1,0 +1,336 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/memory"
+	"github.com/zerodial/transport/tcp"
+)
+
+// shutdownAsync runs srv.Shutdown(ctx) in a goroutine and delivers its
+// result.
+func shutdownAsync(srv *dispatch.Server, ctx context.Context) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	return done
+}
+
+// Shutdown waits for a call in flight, on every path, and the call gets its
+// reply.
+func TestShutdownWaitsForCallInFlight(t *testing.T) {
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t)
+			h := newHolder(t, e.server)
+			reply := new(int)
+			errc := callAsync(e.client, context.Background(), "Hold.Wait", intPtr(7), reply)
+			recv(t, h.started, waitLong, "the handler to start")
+
+			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+			defer cancel()
+			done := shutdownAsync(e.server, ctx)
+			quiet(t, done, "Shutdown's return, with a call in flight")
+			quiet(t, errc, "the held call's return")
+
+			h.free()
+			require.NoError(t, recv(t, errc, waitLong, "the held call"))
+			assert.Equal(t, 7, *reply)
+			require.NoError(t, recv(t, done, waitLong, "Shutdown"))
+		})
+	}
+}
+
+// While Shutdown waits, a new call on an open connection is turned away
+// with CodeUnavailable, and a new client cannot connect.
+func TestShutdownTurnsNewCallsAway(t *testing.T) {
+	for _, p := range paths {
+		if isShortcut(p) {
+			continue // TestShutdownShortcutFallsBack
+		}
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t)
+			h := newHolder(t, e.server)
+			errc := callAsync(e.client, context.Background(), "Hold.Wait", intPtr(1), new(int))
+			recv(t, h.started, waitLong, "the handler to start")
+			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+			defer cancel()
+			done := shutdownAsync(e.server, ctx)
+
+			// Shutdown runs concurrently: call until it has begun.
+			var err error
+			for deadline := time.Now().Add(waitLong); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				n := new(int)
+				if err = e.client.Call(context.Background(), "Arith.Multiply", Args{2, 3}, n); err != nil {
+					assert.Zero(t, *n)
+					break
+				}
+			}
+			require.Error(t, err, "calls were still served long after Shutdown began")
+			assert.Equal(t, &dispatch.Error{Code: dispatch.CodeUnavailable, Message: "dispatch: server is shutting down"}, err)
+
+			// A new client: the listener is closed.
+			c, err := dispatch.Dial(context.Background(), e.tr, e.addr)
+			if err == nil {
+				// mux may hand out a stream on its existing session
+				// before the server has refused it: then the call fails.
+				ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+				defer cancel()
+				err = c.Call(ctx, "Arith.Multiply", Args{2, 3}, new(int))
+				c.Close()
+				assert.NotErrorIs(t, err, context.DeadlineExceeded, "the call was neither served nor refused")
+				assert.True(t, isConnFailure(err) || codeOf(err) == dispatch.CodeUnavailable, "%v", err)
+			} else {
+				assert.ErrorIs(t, err, transport.ErrConnectionRefused)
+			}
+
+			h.free()
+			require.NoError(t, recv(t, errc, waitLong, "the held call"))
+			require.NoError(t, recv(t, done, waitLong, "Shutdown"))
+		})
+	}
+}
+
+// When ctx ends first, Shutdown returns ctx.Err() at once; on the network,
+// the connections are then closed, so the call in flight fails as a
+// connection failure and its handler's context is cancelled.
+func TestShutdownReturnsContextError(t *testing.T) {
+	for _, p := range paths {
+		for _, how := range []string{"deadline", "cancel"} {
+			t.Run(p.name+"/"+how, func(t *testing.T) {
+				e := p.setup(t)
+				h := newHolder(t, e.server)
+				errc := callAsync(e.client, context.Background(), "Hold.Wait", intPtr(1), new(int))
+				recv(t, h.started, waitLong, "the handler to start")
+
+				var ctx context.Context
+				var cancel context.CancelFunc
+				want := context.DeadlineExceeded
+				if how == "deadline" {
+					ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+				} else {
+					ctx, cancel = context.WithCancel(context.Background())
+					time.AfterFunc(50*time.Millisecond, cancel)
+					want = context.Canceled
+				}
+				defer cancel()
+				start := time.Now()
+				err := recv(t, shutdownAsync(e.server, ctx), waitLong, "Shutdown")
+				assert.Equal(t, want, err)
+				assert.Less(t, time.Since(start), time.Second)
+
+				if !isShortcut(p) {
+					err = recv(t, errc, waitLong, "the call in flight")
+					assert.True(t, isConnFailure(err), "want a connection failure, got %v (%T)", err, err)
+					assert.Equal(t, context.Canceled, recv(t, h.ended, waitLong, "the handler's context to end"))
+				}
+				// (On the shortcut, see TestServerStopEndsShortcutCalls.)
+				h.free()
+				if isShortcut(p) {
+					recv(t, errc, waitLong, "the call in flight")
+				}
+			})
+		}
+	}
+}
+
+// Close stops the server at once, without waiting for the call in flight,
+// which fails as a connection failure.
+func TestCloseStopsAtOnce(t *testing.T) {
+	for _, p := range paths {
+		if isShortcut(p) {
+			continue // TestServerStopEndsShortcutCalls
+		}
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t)
+			h := newHolder(t, e.server)
+			errc := callAsync(e.client, context.Background(), "Hold.Wait", intPtr(1), new(int))
+			recv(t, h.started, waitLong, "the handler to start")
+
+			closed := make(chan error, 1)
+			go func() { closed <- e.server.Close() }()
+			require.NoError(t, recv(t, closed, waitLong, "Close, with a call in flight"))
+			err := recv(t, errc, waitLong, "the call in flight")
+			assert.True(t, isConnFailure(err), "want ErrShutdown or another connection failure, got %v (%T)", err, err)
+			assert.Equal(t, context.Canceled, recv(t, h.ended, waitLong, "the handler's context to end"))
+
+			// Later calls cannot connect.
+			err = e.client.Call(context.Background(), "Arith.Multiply", Args{1, 1}, new(int))
+			assert.True(t, isConnFailure(err), "%v", err)
+		})
+	}
+}
+
+// Serve returns ErrServerClosed once the server is shut down or closed, and
+// at once when called afterwards.
+func TestServeReturnsErrServerClosed(t *testing.T) {
+	for _, tt := range transports {
+		for _, stop := range []string{"Shutdown", "Close"} {
+			t.Run(tt.name+"/"+stop, func(t *testing.T) {
+				tr := tt.make(t)
+				srv, _, _ := newServer(t)
+				l, err := tr.Listen(tt.listen)
+				require.NoError(t, err)
+				served := make(chan error, 1)
+				go func() { served <- srv.Serve(l) }()
+
+				// Serving: a call goes through (Serve may need a moment to
+				// start accepting; Dial waits in the backlog meanwhile).
+				c, err := dispatch.Dial(context.Background(), tr, l.Addr().String())
+				require.NoError(t, err)
+				defer c.Close()
+				n := new(int)
+				require.NoError(t, c.Call(context.Background(), "Arith.Multiply", Args{4, 5}, n))
+				assert.Equal(t, 20, *n)
+				quiet(t, served, "Serve's return")
+
+				if stop == "Shutdown" {
+					require.NoError(t, srv.Shutdown(context.Background()))
+				} else {
+					require.NoError(t, srv.Close())
+				}
+				assert.ErrorIs(t, recv(t, served, waitLong, "Serve's return"), dispatch.ErrServerClosed)
+
+				l2, err := tr.Listen(tt.listen)
+				require.NoError(t, err)
+				defer l2.Close()
+				assert.ErrorIs(t, srv.Serve(l2), dispatch.ErrServerClosed)
+				assert.ErrorIs(t, srv.Start(l2), dispatch.ErrServerClosed)
+			})
+		}
+	}
+}
+
+// After Shutdown, a shortcut Client's call no longer reaches the server: it
+// goes to the transport, as if the shortcut had never found the server, and
+// fails to connect.
+func TestShutdownShortcutFallsBack(t *testing.T) {
+	for _, mode := range []dispatch.ShortcutMode{dispatch.ShortcutCopy, dispatch.ShortcutDirect} {
+		t.Run(mode.String(), func(t *testing.T) {
+			srv, _, rec := newServer(t)
+			tr := &countingTransport{Transport: tcp.New()}
+			addr := serve(t, srv, tr, "127.0.0.1:0")
+			c, err := dispatch.Dial(context.Background(), tr, addr, dispatch.WithShortcut(mode))
+			require.NoError(t, err)
+			defer c.Close()
+			n := new(int)
+			require.NoError(t, c.Call(context.Background(), "Arith.Multiply", Args{6, 7}, n))
+			assert.Equal(t, 42, *n)
+			assert.Zero(t, tr.dials.Load())
+			rec.take()
+
+			require.NoError(t, srv.Shutdown(context.Background()))
+			*n = 5
+			err = c.Call(context.Background(), "Arith.Multiply", Args{6, 7}, n)
+			assert.ErrorIs(t, err, transport.ErrConnectionRefused)
+			assert.True(t, isConnFailure(err))
+			assert.Zero(t, *n)
+			assert.Equal(t, int32(1), tr.dials.Load(), "the call went to the transport")
+			assert.Empty(t, rec.take(), "the server was not reached")
+		})
+	}
+}
+
+// Client.Close fails the calls in flight with ErrShutdown — at once on the
+// network, when the handler returns on the shortcut — and every later call,
+// on every path.
+func TestClientCloseFailsCalls(t *testing.T) {
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t)
+			h := newHolder(t, e.server)
+			reply := intPtr(3)
+			errc := callAsync(e.client, context.Background(), "Hold.Wait", intPtr(7), reply)
+			recv(t, h.started, waitLong, "the handler to start")
+
+			require.NoError(t, e.client.Close())
+			if !isShortcut(p) {
+				err := recv(t, errc, waitLong, "the call in flight, after Close")
+				assert.Same(t, dispatch.ErrShutdown, err)
+			}
+			h.free()
+			if isShortcut(p) {
+				err := recv(t, errc, waitLong, "the call in flight, after Close")
+				assert.Same(t, dispatch.ErrShutdown, err)
+				assert.Zero(t, *reply, "the failed call's reply is left zero")
+			}
+
+			err := e.client.Call(context.Background(), "Arith.Multiply", Args{2, 2}, new(int))
+			assert.Same(t, dispatch.ErrShutdown, err)
+			call := e.client.Go(context.Background(), "Arith.Multiply", Args{2, 2}, new(int), nil)
+			got := recv(t, call.Done, waitLong, "Go's call")
+			assert.Same(t, call, got)
+			assert.Same(t, dispatch.ErrShutdown, got.Error)
+			assert.Same(t, dispatch.ErrShutdown, e.client.Close(), "a second Close, as net/rpc")
+		})
+	}
+}
+
+// The server still serves others while one client goes: a client's Close
+// does not disturb another client of the same server.
+func TestClientCloseLeavesOthers(t *testing.T) {
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t)
+			opts := []dispatch.ClientOption{}
+			if isShortcut(p) {
+				mode := dispatch.ShortcutCopy
+				if p.name == "shortcut-direct" {
+					mode = dispatch.ShortcutDirect
+				}
+				opts = append(opts, dispatch.WithShortcut(mode))
+			}
+			other, err := dispatch.Dial(context.Background(), e.tr, e.addr, opts...)
+			require.NoError(t, err)
+			defer other.Close()
+			require.NoError(t, e.client.Close())
+			n := new(int)
+			require.NoError(t, other.Call(context.Background(), "Arith.Multiply", Args{3, 4}, n))
+			assert.Equal(t, 12, *n)
+			assert.True(t, errors.Is(e.client.Call(context.Background(), "Arith.Multiply", Args{3, 4}, n), dispatch.ErrShutdown))
+		})
+	}
+}
+
+// Bug: when Shutdown's ctx ends first, Shutdown returns without ending the
+// Server's worker goroutines (stopWorkers runs only on success), and since
+// idle workers no longer time out, the ones left idle — the readers of the
+// closed connections, the workers of calls that finish later — wait for a
+// task forever, unless Close is called too.
+func TestShutdownTimeoutLeavesNoGoroutines(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	m := memory.New()
+	srv, _, _ := newServer(t)
+	t.Cleanup(func() { srv.Close() }) // what ends them today
+	h := newHolder(t, srv)
+	l, err := m.Listen("")
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(l))
+	c, err := dispatch.Dial(context.Background(), m, l.Addr().String())
+	require.NoError(t, err)
+	errc := callAsync(c, context.Background(), "Hold.Wait", intPtr(1), new(int))
+	recv(t, h.started, waitLong, "the handler to start")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, srv.Shutdown(ctx), context.DeadlineExceeded)
+	recv(t, errc, waitLong, "the call in flight")
+	recv(t, h.ended, waitLong, "the handler")
+	require.NoError(t, c.Close())
+
+	err = goleak.Find(ignore)
+	if err != nil && strings.Contains(err.Error(), "(*Server).worker") {
+		t.Errorf("bug: goroutines left behind by Shutdown:\n%v", err)
+	} else {
+		assert.NoError(t, err)
+	}
+}
