@@ -31,6 +31,23 @@ type Client struct {
 	endLife    context.CancelFunc // ends a Dial under way when the Client closes
 	found      atomic.Pointer[found]
 	watching   watchers // shortcut handler contexts to end on Close
+	// methods remembers the methods the shortcut found, by the length of
+	// their names, to skip the router's map on a repeated call. Methods are
+	// never unregistered, so an entry stays right while its Server does.
+	methods [8]atomic.Pointer[method]
+}
+
+// method returns srv's method called name, through the cache.
+func (c *Client) method(srv *Server, name string) (*method, *Error) {
+	slot := &c.methods[len(name)%len(c.methods)]
+	if m := slot.Load(); m != nil && m.srv == srv && m.name == name {
+		return m, nil
+	}
+	m, e := srv.lookup(name)
+	if m != nil {
+		slot.Store(m)
+	}
+	return m, e
 }
 
 // dialing is a Dial in progress; done is closed when conn or err is set.

@@ -192,6 +192,14 @@ func (c *shortcutCtx) Done() <-chan struct{} {
 
 // finish ends the context when the call returns.
 func (c *shortcutCtx) finish() {
+	c.mu.Lock()
+	if c.done == nil && c.err == nil && len(c.afters) == 0 && !c.watched {
+		// Nobody asked for Done or derived a context: nothing to tell.
+		c.err = context.Canceled
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
 	c.cancel(context.Canceled)
 }
 

@@ -39,7 +39,8 @@ type method struct {
 	// parameter; with no interceptors either, nobody sees the handler's
 	// context and the shortcut need not make one.
 	takesCtx bool
-	seesCtx  bool // takesCtx, or the server has interceptors
+	seesCtx  bool    // takesCtx, or the server has interceptors
+	srv      *Server // the Server it is registered with
 }
 
 var (

@@ -31,13 +31,13 @@ type entry struct {
 	// limit is the listener's frame limit (transport.FrameLimiter), 0 if
 	// it does not say: the shortcut applies it where the network would.
 	limit int
-	// closed reports whether the listener has closed, for listeners that
-	// can tell (transport.ClosedReporter): the entry is dead from that
-	// moment, before Serve notices and removes it.
-	closed func() bool
+	// closed tells whether the listener has closed, for listeners that can
+	// (transport.ClosedReporter): the entry is dead from that moment,
+	// before Serve notices and removes it.
+	closed transport.ClosedReporter
 }
 
-func (e *entry) live() bool { return e != nil && (e.closed == nil || !e.closed()) }
+func (e *entry) live() bool { return e != nil && (e.closed == nil || !e.closed.Closed()) }
 
 // shortcuts is the process-local registry: the one piece of package state,
 // since the point is to find a Server of this process by address alone.
@@ -92,7 +92,7 @@ func (r *registry) add(l transport.Listener, srv *Server) (remove func()) {
 		e.limit = fl.MaxFrameSize()
 	}
 	if cr, ok := l.(transport.ClosedReporter); ok {
-		e.closed = cr.Closed
+		e.closed = cr
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

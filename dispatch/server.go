@@ -89,6 +89,7 @@ func (s *Server) add(ms ...*method) error {
 		}
 		m.handler = chain(s.opts.interceptors, m.name, m.call)
 		m.seesCtx = m.takesCtx || len(s.opts.interceptors) > 0
+		m.srv = s
 		next.methods[m.name] = m
 		next.services[m.name[:dot]] = true
 	}

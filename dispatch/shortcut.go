@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/frame"
 )
 
@@ -22,11 +23,12 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 		return nil, false
 	}
 	defer srv.gate.leave()
-	zero(reply)
 	if c.closedFlag.Load() {
+		zero(reply)
 		return ErrShutdown, true
 	}
 	if ctx.Err() != nil {
+		zero(reply)
 		return ctxError(ctx), true
 	}
 	if c.opts.shortcut == ShortcutDirect {
@@ -98,12 +100,14 @@ func (c *Client) invoke(ctx context.Context, srv *Server, m *method, args, reply
 // which decodes exactly as the network would. Nothing is encoded, so the
 // checks of encoding and of frame sizes do not apply.
 func (c *Client) direct(ctx context.Context, srv *Server, name string, args, reply any) (error, bool) {
-	m, e := srv.lookup(name)
+	m, e := c.method(srv, name)
 	if e != nil {
 		return e, true
 	}
-	if _, e := srv.codecFor(c.ctype); e != nil {
-		return e, true
+	if c.ctype != codec.Msgpack.Name() { // every Server reads msgpack
+		if _, e := srv.codecFor(c.ctype); e != nil {
+			return e, true
+		}
 	}
 	a, ok := m.direct(args)
 	if !ok || !m.zeroReply(reply) {
@@ -143,7 +147,7 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 			return ErrShutdown // the server drops a connection that sends it an oversize frame
 		}
 	}
-	m, e := srv.lookup(name)
+	m, e := c.method(srv, name)
 	if e != nil {
 		return e
 	}
@@ -174,6 +178,7 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 			return ErrShutdown // the client drops a connection that sends it an oversize frame
 		}
 	}
+	zero(reply)
 	return decodeReply(c.opts.codec, name, body, reply)
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/zerodial/transport"
@@ -134,6 +135,7 @@ type listener struct {
 	addr      Addr
 	backlog   chan *socket
 	done      chan struct{}
+	closed    atomic.Bool // set as Close starts: cheaper to test than done
 	closeOnce sync.Once
 }
 
@@ -155,6 +157,7 @@ func (l *listener) Accept() (transport.Socket, error) {
 // the backlog, so their dialers see the connection end.
 func (l *listener) Close() error {
 	l.closeOnce.Do(func() {
+		l.closed.Store(true)
 		l.t.mu.Lock()
 		if l.t.listeners[l.addr] == l {
 			delete(l.t.listeners, l.addr)
@@ -177,13 +180,6 @@ func (l *listener) Close() error {
 func (l *listener) MaxFrameSize() int { return l.t.opts.MaxFrameSize }
 
 // Closed reports whether Close has been called (transport.ClosedReporter).
-func (l *listener) Closed() bool {
-	select {
-	case <-l.done:
-		return true
-	default:
-		return false
-	}
-}
+func (l *listener) Closed() bool { return l.closed.Load() }
 
 func (l *listener) Addr() net.Addr { return spacedAddr{l.addr, l.t} }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/yamux"
@@ -47,6 +48,8 @@ type listener struct {
 	// by Accept.
 	queue chan *streamConn
 	done  chan struct{} // closed by Close
+	// closedFlag is set with done, and cheaper to test.
+	closedFlag atomic.Bool
 	// ctx ends with Close and bounds TLS handshakes.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -72,14 +75,7 @@ func (l *listener) Addr() net.Addr { return l.nl.Addr() }
 func (l *listener) MaxFrameSize() int { return l.t.MaxFrameSize() }
 
 // Closed reports whether Close has been called (transport.ClosedReporter).
-func (l *listener) Closed() bool {
-	select {
-	case <-l.done:
-		return true
-	default:
-		return false
-	}
-}
+func (l *listener) Closed() bool { return l.closedFlag.Load() }
 
 func (l *listener) isClosed() bool {
 	l.mu.Lock()
@@ -114,6 +110,7 @@ func (l *listener) Close() error {
 		return nil
 	}
 	l.closed = true
+	l.closedFlag.Store(true)
 	close(l.done)
 	l.cancel()
 	l.mu.Unlock()
