@@ -185,9 +185,9 @@ func (cc *clientConn) remove(seq uint64, unsent bool) bool {
 }
 
 // maxKeptBuffer bounds the request buffer a connection keeps between calls:
-// large enough that calls with bodies of up to a megabyte reuse it rather
-// than grow a new one each time.
-const maxKeptBuffer = 1 << 20
+// large enough that calls with bodies of a megabyte (plus their encoding's
+// overhead) reuse it rather than grow a new one each time.
+const maxKeptBuffer = 2 << 20
 
 func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args any) error {
 	if err := cc.lockSend(ctx); err != nil {

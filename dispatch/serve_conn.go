@@ -168,7 +168,7 @@ var responses = sync.Pool{New: func() any {
 
 // maxPooledBody bounds the body buffer a pooled response keeps (the pool
 // itself lets the collector free idle ones).
-const maxPooledBody = 1 << 20
+const maxPooledBody = 2 << 20
 
 // reply sends the response to one call. A reply that cannot be encoded is
 // answered with an error instead; a reply that cannot be sent at all closes

@@ -82,8 +82,11 @@ type streamConn struct {
 // receive buffer, it hands the buffer back. yamux keeps a stream's buffer
 // at its largest size for the stream's life, so an idle stream that once
 // moved a burst would hold up to twice its window; a stream that moves
-// little keeps its small buffer and allocates nothing per message.
-const shrinkAfter = 64 << 10
+// little keeps its small buffer and allocates nothing per message. Large
+// enough that a stream moving megabyte messages releases its buffer once per
+// megabyte or so, not once per window, which made yamux grow it again from
+// nothing several times per message.
+const shrinkAfter = 1 << 20
 
 func newStreamConn(st *yamux.Stream, o owner, t *tracker) *streamConn {
 	c := &streamConn{st: st, owner: o}
