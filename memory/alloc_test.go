@@ -1,40 +1,23 @@
 package memory_test
 
 import (
-	"context"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/memory"
+	"github.com/zerodial/transport/transporttest"
 )
 
-// pair returns two connected sockets of a fresh memory transport.
 func pair(tb testing.TB) (client, server transport.Socket) {
-	tr := memory.New()
-	l, err := tr.Listen("")
-	require.NoError(tb, err)
-	defer l.Close()
-	client, err = tr.Dial(context.Background(), l.Addr().String())
-	require.NoError(tb, err)
-	server, err = l.Accept()
-	require.NoError(tb, err)
-	tb.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
+	return transporttest.Pair(tb, memory.New(), "")
 }
 
-// echo answers every message on s until s fails.
+// echo answers every message on s until s fails; the channel closes then.
 func echo(s transport.Socket) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var m transport.Message
-		for s.Recv(&m) == nil {
-			if s.Send(&m) != nil {
-				return
-			}
-		}
+		transporttest.Echo(s)
 	}()
 	return done
 }

@@ -11,45 +11,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/transporttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // serveEcho accepts on l and sends every message back on the socket it came
 // from, until the test ends; it closes l and every socket it accepted then.
-func serveEcho(t testing.TB, l transport.Listener) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var socks []transport.Socket
-	wg.Go(func() {
-		for {
-			s, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			socks = append(socks, s)
-			mu.Unlock()
-			wg.Go(func() {
-				var m transport.Message
-				for s.Recv(&m) == nil {
-					if s.Send(&m) != nil {
-						return
-					}
-				}
-			})
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, s := range socks {
-			s.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-}
+func serveEcho(t testing.TB, l transport.Listener) { transporttest.ServeEcho(t, l) }
 
 // listen returns a listener of tr on a free loopback port, closed when the
 // test ends.

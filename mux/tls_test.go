@@ -1,52 +1,18 @@
 package mux
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/testcert"
 )
 
-// selfSigned returns a server configuration with a certificate for
-// 127.0.0.1 made on the spot, and a client configuration trusting it.
-func selfSigned(t *testing.T) (server, client *tls.Config) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "mux test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	server = &tls.Config{
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}},
-		MinVersion:   tls.VersionTLS13,
-	}
-	client = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13}
-	return server, client
-}
+func selfSigned(t *testing.T) (server, client *tls.Config) { return testcert.Configs(t) }
 
 // TestTLS: sessions run over TLS when configured, the server name defaults
 // to the dialled host, and a client that does not trust the server fails

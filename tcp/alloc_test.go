@@ -1,7 +1,6 @@
 package tcp_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"testing"
@@ -10,31 +9,19 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/tcp"
+	"github.com/zerodial/transport/transporttest"
 )
 
 func pair(tb testing.TB) (client, server transport.Socket) {
-	tr := tcp.New()
-	l, err := tr.Listen("127.0.0.1:0")
-	require.NoError(tb, err)
-	defer l.Close()
-	client, err = tr.Dial(context.Background(), l.Addr().String())
-	require.NoError(tb, err)
-	server, err = l.Accept()
-	require.NoError(tb, err)
-	tb.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
+	return transporttest.Pair(tb, tcp.New(), "127.0.0.1:0")
 }
 
+// echo answers every message on s until s fails; the channel closes then.
 func echo(s transport.Socket) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var m transport.Message
-		for s.Recv(&m) == nil {
-			if s.Send(&m) != nil {
-				return
-			}
-		}
+		transporttest.Echo(s)
 	}()
 	return done
 }

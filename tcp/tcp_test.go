@@ -2,15 +2,9 @@ package tcp_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/binary"
 	"io"
-	"math/big"
 	"net"
 	"testing"
 	"time"
@@ -20,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/testcert"
 	"github.com/zerodial/transport/tcp"
 )
 
@@ -91,27 +86,7 @@ func TestGarbageIsAProtocolError(t *testing.T) {
 	require.ErrorIs(t, s.Recv(&m), transport.ErrProtocol)
 }
 
-func selfSigned(t *testing.T) (server, client *tls.Config) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "zerodial test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
-		&tls.Config{RootCAs: pool}
-}
+func selfSigned(t *testing.T) (server, client *tls.Config) { return testcert.Configs(t) }
 
 func TestTLS(t *testing.T) {
 	serverCfg, clientCfg := selfSigned(t)

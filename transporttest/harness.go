@@ -2,7 +2,6 @@ package transporttest
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -96,41 +95,8 @@ func (e *env) dial(l transport.Listener) (client, server transport.Socket) {
 	return c, a.s
 }
 
-// echo serves l: every accepted socket sends back what it receives. It stops
-// when the case ends.
-func (e *env) echo(l transport.Listener) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var socks []transport.Socket
-	wg.Go(func() {
-		for {
-			s, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			socks = append(socks, s)
-			mu.Unlock()
-			wg.Go(func() {
-				var m transport.Message
-				for s.Recv(&m) == nil {
-					if s.Send(&m) != nil {
-						return
-					}
-				}
-			})
-		}
-	})
-	e.t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, s := range socks {
-			s.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-}
+// echo serves l with ServeEcho until the case ends.
+func (e *env) echo(l transport.Listener) { ServeEcho(e.t, l) }
 
 // dialTo dials addr with a bounded context; the socket is closed when the
 // case ends.
