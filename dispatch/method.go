@@ -170,16 +170,18 @@ func reflectMethod(service string, rcvr reflect.Value, m reflect.Method) *method
 			if !argsPtr {
 				av = av.Elem()
 			}
-			var out []reflect.Value
+			var in [4]reflect.Value // an array, so the arguments need no allocation
+			n := 0
+			in[n], n = rcvr, n+1
 			if withCtx {
-				out = fn.Call([]reflect.Value{rcvr, reflect.ValueOf(ctx), av, reflect.ValueOf(reply)})
-			} else {
-				out = fn.Call([]reflect.Value{rcvr, av, reflect.ValueOf(reply)})
+				in[n], n = reflect.ValueOf(ctx), n+1
 			}
-			if err := out[0].Interface(); err != nil {
-				return err.(error)
+			in[n], in[n+1] = av, reflect.ValueOf(reply)
+			out := fn.Call(in[:n+2])
+			if out[0].IsNil() { // no boxing of a nil error
+				return nil
 			}
-			return nil
+			return out[0].Interface().(error)
 		},
 		takesCtx: withCtx,
 	}
