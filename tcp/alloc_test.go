@@ -16,57 +16,18 @@ func pair(tb testing.TB) (client, server transport.Socket) {
 	return transporttest.Pair(tb, tcp.New(), "127.0.0.1:0")
 }
 
-// echo answers every message on s until s fails; the channel closes then.
-func echo(s transport.Socket) chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		transporttest.Echo(s)
-	}()
-	return done
-}
-
 // TestRoundTripAllocs guards the steady state: a round trip with the same
 // headers allocates nothing, on either end.
 func TestRoundTripAllocs(t *testing.T) {
 	c, s := pair(t)
-	done := echo(s)
-	out := &transport.Message{Header: map[string]string{"Service-Method": "Arith.Multiply"}, Body: make([]byte, 64)}
-	var in transport.Message
-	roundTrip := func() {
-		if err := c.Send(out); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Recv(&in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 10 {
-		roundTrip()
-	}
-	if allocs := testing.AllocsPerRun(200, roundTrip); allocs != 0 {
+	if allocs := transporttest.RoundTrips(t, c, s, 64, 200); allocs != 0 {
 		t.Errorf("round trip allocates %v times, want 0", allocs)
 	}
-	c.Close()
-	<-done
 }
 
 func BenchmarkRoundTrip64(b *testing.B) {
 	c, s := pair(b)
-	done := echo(s)
-	out := &transport.Message{Body: make([]byte, 64)}
-	var in transport.Message
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := c.Send(out); err != nil {
-			b.Fatal(err)
-		}
-		if err := c.Recv(&in); err != nil {
-			b.Fatal(err)
-		}
-	}
-	c.Close()
-	<-done
+	transporttest.RoundTrips(b, c, s, 64, 0)
 }
 
 // BenchmarkRawTCP64 is the floor: the same 74 bytes (a 64-byte body and its
