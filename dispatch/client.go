@@ -238,7 +238,8 @@ type Call struct {
 
 // Go starts a call and returns at once; the Call is sent on done when it
 // completes. done must be buffered (or nil, for a new channel of 1): Go
-// panics on an unbuffered one, as net/rpc does.
+// panics on an unbuffered one, and drops a Call that finds done full, as
+// net/rpc does.
 func (c *Client) Go(ctx context.Context, serviceMethod string, args, reply any, done chan *Call) *Call {
 	if done == nil {
 		done = make(chan *Call, 1)
@@ -248,7 +249,12 @@ func (c *Client) Go(ctx context.Context, serviceMethod string, args, reply any, 
 	call := &Call{ServiceMethod: serviceMethod, Args: args, Reply: reply, Done: done}
 	go func() {
 		call.Error = c.Call(ctx, serviceMethod, args, reply)
-		call.Done <- call
+		select {
+		case call.Done <- call:
+		default:
+			// As net/rpc does: a full channel drops the Call rather than
+			// leave this goroutine blocked for ever.
+		}
 	}()
 	return call
 }

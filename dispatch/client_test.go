@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
@@ -559,4 +560,21 @@ func TestClientSendFailureIsErrShutdown(t *testing.T) {
 			assert.ErrorIs(t, err, dispatch.ErrShutdown, "bug: got %q", err)
 		})
 	}
+}
+
+// TestGoFullDoneDropsCall: a Call that finds its done channel full is
+// dropped, as net/rpc drops it, and no goroutine is left blocked.
+func TestGoFullDoneDropsCall(t *testing.T) {
+	e := paths[0].setup(t)
+	done := make(chan *dispatch.Call, 1)
+	sentinel := &dispatch.Call{}
+	done <- sentinel // full
+	for range 3 { // the server's workers, started now, are not the call's
+		require.NoError(t, e.client.Call(context.Background(), "Arith.Multiply", Args{2, 3}, new(int)))
+	}
+	before := goleak.IgnoreCurrent()
+	e.client.Go(context.Background(), "Arith.Multiply", Args{2, 3}, new(int), done)
+	goleak.VerifyNone(t, before) // waits for the call's goroutine to end
+	assert.Same(t, sentinel, <-done, "the finished Call was dropped, not queued")
+	assert.Empty(t, done)
 }

@@ -21,11 +21,7 @@ type Interceptor func(ctx context.Context, method string, args, reply any, next 
 
 // method is one callable method, however it was registered.
 type method struct {
-	name      string
-	argType   reflect.Type // A, as the handler receives *A
-	replyType reflect.Type // R, as the handler receives *R
-	newArgs   func() any   // a new *A
-	newReply  func() any   // a new *R
+	name string
 	// newPair returns a new *A and *R in one allocation.
 	newPair func() (args, reply any)
 	// direct converts the caller's args to what the handler takes without
@@ -56,11 +52,7 @@ func Handle[A, R any](srv *Server, name string, fn func(ctx context.Context, arg
 		return fmt.Errorf("dispatch: Handle %s: nil function", name)
 	}
 	m := &method{
-		name:      name,
-		argType:   reflect.TypeFor[A](),
-		replyType: reflect.TypeFor[R](),
-		newArgs:   func() any { return new(A) },
-		newReply:  func() any { return new(R) },
+		name: name,
 		newPair: func() (any, any) {
 			p := new(struct {
 				a A
@@ -127,14 +119,9 @@ func reflectMethod(service string, rcvr reflect.Value, m reflect.Method) *method
 	}
 	ptrA := reflect.PointerTo(a)
 	pair := reflect.StructOf([]reflect.StructField{{Name: "A", Type: a}, {Name: "R", Type: replyT.Elem()}})
-	r := replyT.Elem()
 	fn := m.Func
 	return &method{
-		name:      service + "." + m.Name,
-		argType:   a,
-		replyType: r,
-		newArgs:   func() any { return reflect.New(a).Interface() },
-		newReply:  func() any { return reflect.New(r).Interface() },
+		name: service + "." + m.Name,
 		newPair: func() (any, any) {
 			p := reflect.New(pair).Elem()
 			return p.Field(0).Addr().Interface(), p.Field(1).Addr().Interface()
