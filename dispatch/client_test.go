@@ -569,7 +569,8 @@ func TestGoFullDoneDropsCall(t *testing.T) {
 	done := make(chan *dispatch.Call, 1)
 	sentinel := &dispatch.Call{}
 	done <- sentinel // full
-	for range 3 {    // the server's workers, started now, are not the call's
+	// The server's workers, started now, are not the call's goroutine.
+	for range 3 {
 		require.NoError(t, e.client.Call(context.Background(), "Arith.Multiply", Args{2, 3}, new(int)))
 	}
 	before := goleak.IgnoreCurrent()
