@@ -3,6 +3,7 @@ package transport
 import (
 	"crypto/tls"
 	"log/slog"
+	"math"
 )
 
 // DefaultMaxFrameSize is the default limit on one message: 4 MiB.
@@ -45,12 +46,17 @@ type OptionFunc func(*Options)
 // ApplyOption calls f(o).
 func (f OptionFunc) ApplyOption(o *Options) { f(o) }
 
+// MaxFrameSizeLimit is the largest frame limit there can be: the wire
+// carries each length in 32 bits (WIRE.md).
+const MaxFrameSizeLimit = math.MaxUint32
+
 // WithMaxFrameSize sets the largest message, in bytes, header block included.
-// Values below 1 keep the default.
+// Values below 1 keep the default; values above MaxFrameSizeLimit are
+// lowered to it.
 func WithMaxFrameSize(n int) Option {
 	return OptionFunc(func(o *Options) {
 		if n > 0 {
-			o.MaxFrameSize = n
+			o.MaxFrameSize = int(min(uint64(n), MaxFrameSizeLimit))
 		}
 	})
 }

@@ -12,7 +12,11 @@
 //     MaxDepth fails with ErrTooDeep instead of recursing without bound.
 //     Extension data, which the check cannot see into, is never read as
 //     msgpack values. What a body may allocate is therefore proportional
-//     to its real size.
+//     to its real size — with a factor set by the target type: an array
+//     holds at most one element per byte of body, and decoding it into a
+//     []T allocates len × the size of T, so a 1 KiB T lets a 4 MiB body ask
+//     for 4 GiB. Bound the frame size by what your largest element type can
+//     afford (transport.WithMaxFrameSize).
 //   - No aliasing. Unmarshal never keeps a reference to the body it decodes,
 //     so callers may reuse that buffer at once (transport Sockets do).
 //

@@ -13,6 +13,25 @@ type serverOptions struct {
 	interceptors []Interceptor
 	logger       *slog.Logger
 	codecs       map[string]codec.Codec
+	maxConnCalls int
+}
+
+// DefaultMaxCallsPerConn is how many calls one connection may have in
+// flight at once unless WithMaxCallsPerConn says otherwise.
+const DefaultMaxCallsPerConn = 4096
+
+// WithMaxCallsPerConn bounds the calls one network connection may have in
+// flight at once; a call beyond it is answered at once with CodeUnavailable.
+// Each call holds a goroutine and its decoded arguments, so without a bound
+// one peer could make the server hold as many as it cares to send. The
+// shortcut, which no remote peer drives, has no such bound. Values below 1
+// keep the default.
+func WithMaxCallsPerConn(n int) ServerOption {
+	return func(o *serverOptions) {
+		if n > 0 {
+			o.maxConnCalls = n
+		}
+	}
 }
 
 // WithInterceptors appends interceptors to the server's chain. They wrap

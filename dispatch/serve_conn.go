@@ -71,6 +71,14 @@ func (c *serverConn) finish() {
 // reuses the message.
 func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *serverCall {
 	name := m.Header[headerServiceMethod]
+	c.mu.Lock()
+	busy := len(c.calls) >= c.srv.opts.maxConnCalls
+	c.mu.Unlock()
+	if busy {
+		c.reply(seqText, name, nil, nil, &Error{Code: CodeUnavailable,
+			Message: "dispatch: too many calls in flight on this connection (limit " + strconv.Itoa(c.srv.opts.maxConnCalls) + ")"})
+		return nil
+	}
 	if !c.srv.gate.enter() {
 		c.reply(seqText, name, nil, nil, errShuttingDown)
 		return nil

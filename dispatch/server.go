@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -48,7 +47,11 @@ type Server struct {
 
 // NewServer returns a Server with no methods.
 func NewServer(opts ...ServerOption) *Server {
-	o := serverOptions{logger: slog.New(slog.DiscardHandler), codecs: map[string]codec.Codec{codec.Msgpack.Name(): codec.Msgpack}}
+	o := serverOptions{
+		logger:       slog.New(slog.DiscardHandler),
+		codecs:       map[string]codec.Codec{codec.Msgpack.Name(): codec.Msgpack},
+		maxConnCalls: DefaultMaxCallsPerConn,
+	}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -229,13 +232,15 @@ func (s *Server) acceptLoop(l transport.Listener, stop func()) error {
 			if s.isClosed() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && !errors.Is(err, transport.ErrClosed) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
+			if errors.Is(err, transport.ErrClosed) {
+				return err
 			}
-			return err
+			// Anything else — out of file descriptors, say — may pass:
+			// back off and accept again rather than stop serving for good.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.opts.logger.Warn("dispatch: accept failed; retrying", "addr", l.Addr(), "err", err, "in", backoff)
+			time.Sleep(backoff)
+			continue
 		}
 		backoff = 0
 		if !s.serveSocket(sock) {

@@ -1,0 +1,89 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/memory"
+)
+
+// TestMaxCallsPerConn: a connection with its limit of calls in flight gets
+// the next one answered at once with CodeUnavailable; once calls finish,
+// new ones run again.
+func TestMaxCallsPerConn(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	srv := dispatch.NewServer(dispatch.WithMaxCallsPerConn(2))
+	require.NoError(t, dispatch.Handle(srv, "Slow.Wait", func(ctx context.Context, args *int, reply *int) error {
+		started <- struct{}{}
+		<-release
+		*reply = *args
+		return nil
+	}))
+	tr := memory.New()
+	addr := serve(t, srv, tr, "")
+	c, err := dispatch.Dial(context.Background(), tr, addr)
+	require.NoError(t, err)
+	defer c.Close()
+
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			var r int
+			assert.NoError(t, c.Call(context.Background(), "Slow.Wait", i, &r))
+		})
+	}
+	<-started
+	<-started
+	var r int
+	err = c.Call(context.Background(), "Slow.Wait", 7, &r)
+	var de *dispatch.Error
+	require.True(t, errors.As(err, &de), "%v", err)
+	assert.Equal(t, dispatch.CodeUnavailable, de.Code)
+	assert.Contains(t, de.Message, "too many calls in flight")
+
+	close(release)
+	wg.Wait()
+	require.NoError(t, c.Call(context.Background(), "Slow.Wait", 7, &r))
+	assert.Equal(t, 7, r)
+}
+
+// acceptErrListener fails its first Accept with an error that is not
+// transport.ErrClosed, as a listener out of file descriptors does.
+type acceptErrListener struct {
+	transport.Listener
+	once sync.Once
+}
+
+func (l *acceptErrListener) Accept() (transport.Socket, error) {
+	var err error
+	l.once.Do(func() { err = errors.New("accept: too many open files") })
+	if err != nil {
+		return nil, err
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptErrorIsRetried: an Accept error other than the listener's
+// closing does not stop the Server.
+func TestAcceptErrorIsRetried(t *testing.T) {
+	srv, _, _ := newServer(t)
+	tr := memory.New()
+	inner, err := tr.Listen("")
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(&acceptErrListener{Listener: inner}))
+	t.Cleanup(func() { srv.Close() })
+	c, err := dispatch.Dial(context.Background(), tr, inner.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	var r int
+	require.NoError(t, c.Call(context.Background(), "Arith.Multiply", Args{6, 7}, &r))
+	assert.Equal(t, 42, r)
+}
