@@ -15,6 +15,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/transporttest"
 )
 
 // StdArith is served by the standard library's rpc.Server, which takes only
@@ -44,35 +45,8 @@ func serveStdlib(t *testing.T, tr transport.Transport, listen string, rcvr any) 
 	require.NoError(t, srv.RegisterName("Arith", rcvr))
 	l, err := tr.Listen(listen)
 	require.NoError(t, err)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var socks []transport.Socket
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			s, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			socks = append(socks, s)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				srv.ServeCodec(codec.NewServerCodec(s))
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, s := range socks {
-			s.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	transporttest.Serve(t, l, func(s transport.Socket) {
+		srv.ServeCodec(codec.NewServerCodec(s))
 	})
 	return l.Addr().String()
 }
@@ -135,30 +109,7 @@ func TestStdlibClientCallsDispatchServer(t *testing.T) {
 			}
 
 			// Concurrent calls on one rpc.Client: each gets its own reply.
-			var wg sync.WaitGroup
-			errs := make(chan error, 32*16)
-			for g := range 32 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range 16 {
-						var got int
-						if err := c.Call("Arith.Multiply", Args{g, i}, &got); err != nil {
-							errs <- err
-							return
-						}
-						if got != g*i {
-							errs <- fmt.Errorf("%d*%d: got %d", g, i, got)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
+			multiplyConcurrently(t, func(a Args, r *int) error { return c.Call("Arith.Multiply", a, r) })
 			// The client still works after all that.
 			require.NoError(t, c.Call("Arith.Multiply", Args{3, 3}, &n))
 			assert.Equal(t, 9, n)
@@ -210,30 +161,7 @@ func TestDispatchClientCallsStdlibServer(t *testing.T) {
 
 			// The connection survived the Cancel message; concurrent calls
 			// each get their own reply.
-			var wg sync.WaitGroup
-			errs := make(chan error, 32)
-			for g := range 32 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range 16 {
-						var got int
-						if err := c.Call(context.Background(), "Arith.Multiply", Args{g, i}, &got); err != nil {
-							errs <- err
-							return
-						}
-						if got != g*i {
-							errs <- fmt.Errorf("%d*%d: got %d", g, i, got)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
+			multiplyConcurrently(t, func(a Args, r *int) error { return c.Call(context.Background(), "Arith.Multiply", a, r) })
 
 			// A deadline is not sent to net/rpc, but the caller's own
 			// deadline still ends its call.
@@ -248,5 +176,33 @@ func TestDispatchClientCallsStdlibServer(t *testing.T) {
 			err = c2.Call(ctx, "Arith.Hold", Args{}, new(int))
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 		})
+	}
+}
+
+// multiplyConcurrently makes 32 goroutines × 16 calls of Arith.Multiply
+// through call, and fails the test for any error or wrong product.
+func multiplyConcurrently(t *testing.T, call func(args Args, reply *int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for g := range 32 {
+		wg.Go(func() {
+			for i := range 16 {
+				var got int
+				if err := call(Args{g, i}, &got); err != nil {
+					errs <- err
+					return
+				}
+				if got != g*i {
+					errs <- fmt.Errorf("%d*%d: got %d", g, i, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

@@ -12,7 +12,12 @@ import (
 // ServeEcho accepts sockets from l and sends every message back on the
 // socket it came from, until the test ends; then it closes l and every
 // socket it accepted, and waits for its goroutines.
-func ServeEcho(t testing.TB, l transport.Listener) {
+func ServeEcho(t testing.TB, l transport.Listener) { Serve(t, l, Echo) }
+
+// Serve accepts sockets from l and runs handle on each in a goroutine of its
+// own, until the test ends; then it closes l and every socket it accepted,
+// and waits for the handlers to return.
+func Serve(t testing.TB, l transport.Listener, handle func(transport.Socket)) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var socks []transport.Socket
@@ -25,7 +30,7 @@ func ServeEcho(t testing.TB, l transport.Listener) {
 			mu.Lock()
 			socks = append(socks, s)
 			mu.Unlock()
-			wg.Go(func() { Echo(s) })
+			wg.Go(func() { handle(s) })
 		}
 	})
 	t.Cleanup(func() {
