@@ -71,14 +71,6 @@ func (c *serverConn) finish() {
 // reuses the message.
 func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *serverCall {
 	name := m.Header[headerServiceMethod]
-	c.mu.Lock()
-	busy := len(c.calls) >= c.srv.opts.maxConnCalls
-	c.mu.Unlock()
-	if busy {
-		c.reply(seqText, name, nil, nil, &Error{Code: CodeUnavailable,
-			Message: "dispatch: too many calls in flight on this connection (limit " + strconv.Itoa(c.srv.opts.maxConnCalls) + ")"})
-		return nil
-	}
 	if !c.srv.gate.enter() {
 		c.reply(seqText, name, nil, nil, errShuttingDown)
 		return nil
@@ -120,10 +112,17 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 	}
 
 	c.mu.Lock()
+	var refuse *Error
 	if _, dup := c.calls[seq]; dup {
+		refuse = &Error{Code: CodeInvalidArgument, Message: "dispatch: duplicate Seq " + seqText + " in flight"}
+	} else if len(c.calls) >= c.srv.opts.maxConnCalls {
+		refuse = &Error{Code: CodeUnavailable, Message: "dispatch: too many calls in flight on this connection (limit " +
+			strconv.Itoa(c.srv.opts.maxConnCalls) + ")"}
+	}
+	if refuse != nil {
 		c.mu.Unlock()
 		call.cancel(context.Canceled)
-		c.reply(seqText, name, nil, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: duplicate Seq " + seqText + " in flight"})
+		c.reply(seqText, name, nil, nil, refuse)
 		c.srv.gate.leave()
 		return nil
 	}
