@@ -125,3 +125,38 @@ type AddrSpacer interface {
 type ClosedReporter interface {
 	Closed() bool
 }
+
+// Wire describes what a transport speaks on a connection, as far as it
+// decides whether a connection can be made at all: the framing protocol and
+// its version, and the TLS settings a handshake would test. dispatch compares
+// a client transport's Wire with a listener's before it calls a Server of
+// this process directly, so that the in-process shortcut refuses what the
+// network would refuse.
+type Wire struct {
+	// Protocol names the framing and its version, as the connection
+	// preface carries them (WIRE.md): "tcp/1", "mux/1".
+	Protocol string
+	// TLS says whether connections are TLS.
+	TLS bool
+	// ClientCert: for a listener, that it requires a client certificate
+	// (tls.RequireAnyClientCert or stricter); for a transport, that it has
+	// one to present (tls.Config.Certificates or GetClientCertificate).
+	ClientCert bool
+}
+
+// Accepts reports whether a listener speaking l accepts a connection from a
+// transport speaking c, as far as can be told without a handshake: the same
+// protocol, TLS on both ends or on neither, and a client certificate where
+// the listener requires one. Certificate verification itself is not
+// emulated.
+func (l Wire) Accepts(c Wire) bool {
+	return l.Protocol == c.Protocol && l.TLS == c.TLS && (!l.ClientCert || c.ClientCert)
+}
+
+// WireReporter is implemented by Transports and their Listeners that can say
+// what they speak (see Wire). A wrapper around a Transport or Listener should
+// pass it on, as it should AddrSpacer: without it, dispatch's shortcut
+// cannot tell that the two ends would agree, and uses the network.
+type WireReporter interface {
+	Wire() Wire
+}
