@@ -40,8 +40,13 @@ func (c *serverCall) setDeadline(d time.Duration) {
 		c.cancel(context.DeadlineExceeded)
 		return
 	}
-	c.timer = time.AfterFunc(d, func() { c.cancel(context.DeadlineExceeded) })
+	// The timer's callback reads hook and, through ended, timer: both are
+	// set under mu, which the callback takes first, so that a call which
+	// outlives its deadline without ever looking at its context is no race.
+	c.mu.Lock()
 	c.hook = c
+	c.timer = time.AfterFunc(d, func() { c.cancel(context.DeadlineExceeded) })
+	c.mu.Unlock()
 }
 
 // ended stops the deadline's timer.
