@@ -1,0 +1,5 @@
+//go:build !race
+
+package clone_test
+
+const raceEnabled = false
