@@ -134,7 +134,8 @@ type ClosedReporter interface {
 // network would refuse.
 type Wire struct {
 	// Protocol names the framing and its version, as the connection
-	// preface carries them (WIRE.md): "tcp/1", "mux/1".
+	// preface carries them (WIRE.md): "tcp/1", "mux/1"; "memory" for the
+	// memory transport. Empty means unknown.
 	Protocol string
 	// TLS says whether connections are TLS.
 	TLS bool
@@ -145,18 +146,19 @@ type Wire struct {
 }
 
 // Accepts reports whether a listener speaking l accepts a connection from a
-// transport speaking c, as far as can be told without a handshake: the same
-// protocol, TLS on both ends or on neither, and a client certificate where
-// the listener requires one. Certificate verification itself is not
-// emulated.
+// transport speaking c, as far as can be told without a handshake: a known
+// protocol, the same on both ends, TLS on both ends or on neither, and a
+// client certificate where the listener requires one. An unknown Protocol
+// (the zero Wire) accepts and is accepted by nothing. Certificate
+// verification itself is not emulated.
 func (l Wire) Accepts(c Wire) bool {
-	return l.Protocol == c.Protocol && l.TLS == c.TLS && (!l.ClientCert || c.ClientCert)
+	return l.Protocol != "" && l.Protocol == c.Protocol && l.TLS == c.TLS && (!l.ClientCert || c.ClientCert)
 }
 
 // WireReporter is implemented by Transports and their Listeners that can say
 // what they speak (see Wire). A wrapper around a Transport or Listener should
-// pass it on, as it should AddrSpacer: without it, dispatch's shortcut
-// cannot tell that the two ends would agree, and uses the network.
+// pass it on, as it should AddrSpacer: without it, on either end, dispatch's
+// shortcut cannot tell that the two ends would agree, and uses the network.
 type WireReporter interface {
 	Wire() Wire
 }

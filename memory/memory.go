@@ -50,6 +50,14 @@ type Transport struct {
 var _ transport.Transport = (*Transport)(nil)
 var _ transport.FrameLimiter = (*Transport)(nil)
 var _ transport.AddrSpacer = (*Transport)(nil)
+var _ transport.WireReporter = (*Transport)(nil)
+
+// wire is what every memory Transport and listener speaks: no framing, no
+// TLS. Address spaces, not Wires, keep two Transports apart.
+var wire = transport.Wire{Protocol: "memory"}
+
+// Wire reports the memory protocol (transport.WireReporter).
+func (t *Transport) Wire() transport.Wire { return wire }
 
 // New returns a Transport with its own, empty address space. It understands
 // transport.WithMaxFrameSize; TLS has no meaning without a wire and is
@@ -181,5 +189,8 @@ func (l *listener) MaxFrameSize() int { return l.t.opts.MaxFrameSize }
 
 // Closed reports whether Close has been called (transport.ClosedReporter).
 func (l *listener) Closed() bool { return l.closed.Load() }
+
+// Wire reports the memory protocol (transport.WireReporter).
+func (l *listener) Wire() transport.Wire { return wire }
 
 func (l *listener) Addr() net.Addr { return spacedAddr{l.addr, l.t} }

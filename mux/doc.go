@@ -2,8 +2,11 @@
 // connection per remote address: the network path of zerodial.
 //
 // The first Dial to an address connects a session (TCP, then TLS when
-// transport.WithTLS is given, then a yamux client); every Dial opens a new
-// stream on it, which costs a frame, not a handshake. Each stream carries
+// transport.WithTLS is given, then the 8-byte preface each end sends at
+// once, naming the protocol "mux/1" (WIRE.md, section 2), then a yamux
+// client); every Dial opens a new stream on it, which costs a frame, not a
+// handshake. A peer that is not a mux listener of this version fails Dial
+// with an error matching transport.ErrProtocol. Each stream carries
 // one frame stream exactly as the tcp transport's connection does (see
 // WIRE.md), and is one Socket: closing a Socket, on either end, ends that
 // stream only. A Listener serves a yamux session on every connection it

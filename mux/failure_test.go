@@ -226,10 +226,10 @@ func TestKeepAliveDetectsStall(t *testing.T) {
 	assert.Equal(t, 2, d.count())
 }
 
-// TestGarbageClientIsolated: a client that sends bytes that are not yamux
-// loses its own connection, with the reason logged through the
-// transport's logger, and a good client on the same listener never
-// notices.
+// TestGarbageClientIsolated: a client that sends the right preface and
+// then bytes that are not yamux loses its own connection, with the reason
+// logged through the transport's logger, and a good client on the same
+// listener never notices.
 func TestGarbageClientIsolated(t *testing.T) {
 	logs := &logBuffer{}
 	srv := newTransport(t, transport.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
@@ -242,7 +242,7 @@ func TestGarbageClientIsolated(t *testing.T) {
 	bad, err := net.Dial("tcp", l.Addr().String())
 	require.NoError(t, err)
 	defer bad.Close()
-	_, err = bad.Write([]byte("GET / HTTP/1.1\r\nHost: example\r\n\r\n" + strings.Repeat("\xff", 4096)))
+	_, err = bad.Write([]byte(muxPreface + "GET / HTTP/1.1\r\nHost: example\r\n\r\n" + strings.Repeat("\xff", 4096)))
 	require.NoError(t, err)
 	bad.SetReadDeadline(time.Now().Add(2 * time.Second))
 	_, err = io.ReadAll(bad)

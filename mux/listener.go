@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -12,13 +13,16 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/preface"
 )
 
 // Listen binds addr (host:port; port 0 picks one) and serves a yamux
-// session on every connection it accepts, over TLS when configured. Accept
-// returns the streams the peers open, from all sessions, in the order they
-// arrive. A connection that fails (a bad handshake, bytes that are not
-// yamux, a peer that stops answering keepalives) ends its own session only.
+// session on every connection it accepts, over TLS when configured, once
+// the client has sent the mux preface (WIRE.md). Accept returns the streams
+// the peers open, from all sessions, in the order they arrive. A connection
+// that fails (a bad handshake, a wrong or missing preface within
+// HandshakeTimeout, bytes that are not yamux, a peer that stops answering
+// keepalives) ends its own session only.
 func (t *Transport) Listen(addr string) (transport.Listener, error) {
 	if t.err != nil {
 		return nil, t.err
@@ -76,6 +80,10 @@ func (l *listener) MaxFrameSize() int { return l.t.MaxFrameSize() }
 
 // Closed reports whether Close has been called (transport.ClosedReporter).
 func (l *listener) Closed() bool { return l.closedFlag.Load() }
+
+// Wire reports what the listener accepts: "mux/1", with TLS and a required
+// client certificate as configured (transport.WireReporter).
+func (l *listener) Wire() transport.Wire { return preface.ListenWire(preface.Mux, l.t.opts.TLSConfig) }
 
 func (l *listener) isClosed() bool {
 	l.mu.Lock()
@@ -172,7 +180,8 @@ func (l *listener) acceptConns() {
 	}
 }
 
-// serve runs a server session on c until the session ends.
+// serve sets c up (TLS when configured, then the preface exchange) and runs
+// a server session on it until the session ends.
 func (l *listener) serve(c net.Conn) {
 	tuneConn(c)
 	remote := c.RemoteAddr().String()
@@ -190,6 +199,20 @@ func (l *listener) serve(c net.Conn) {
 			return
 		}
 		c = tc
+	}
+	// Before the tap, which must see yamux's bytes only (track.go); and
+	// before yamux.Server, so a client of another protocol never gets a
+	// session. l.ctx ends with Close, which cuts the exchange short.
+	if err := preface.Exchange(l.ctx, c, preface.Mux, remote, l.t.timeout); err != nil {
+		if !l.isClosed() {
+			level := slog.LevelDebug
+			if preface.Mismatch(err) {
+				level = slog.LevelWarn // a zerodial peer, misconfigured
+			}
+			log.Log(context.Background(), level, "mux: connection dropped at its preface", "side", "server", "remote", remote, "err", err)
+		}
+		c.Close()
+		return
 	}
 	ss := &serverSession{l: l, tr: newTracker()}
 	if n := l.t.cfg.streamLimit; n > 0 {

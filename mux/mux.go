@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/yamux"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/preface"
 )
 
 // Transport is the mux transport.Transport: it keeps one yamux session per
@@ -19,6 +21,9 @@ type Transport struct {
 	opts transport.Options
 	cfg  config
 	err  error // a configuration error, returned by Dial and Listen
+	// timeout bounds a client's TLS handshake and the preface exchange,
+	// each, on either end.
+	timeout time.Duration
 
 	// ctx ends with Close; session set-up runs under it.
 	ctx    context.Context
@@ -38,7 +43,17 @@ type Transport struct {
 var (
 	_ transport.Transport    = (*Transport)(nil)
 	_ transport.FrameLimiter = (*Transport)(nil)
+	_ transport.WireReporter = (*Transport)(nil)
+	_ transport.WireReporter = (*listener)(nil)
 )
+
+// HandshakeTimeout bounds the preface exchange (WIRE.md) on either end, and
+// a client's TLS handshake; Dial is bounded by its ctx as well. A server's
+// TLS handshake is bounded by the write timeout (WithWriteTimeout).
+const HandshakeTimeout = preface.Timeout
+
+// handshakeTimeout is HandshakeTimeout, shortened by tests that wait for it.
+var handshakeTimeout = HandshakeTimeout
 
 // New returns a mux Transport. It understands transport.WithMaxFrameSize,
 // transport.WithTLS and transport.WithLogger, and this package's options
@@ -55,6 +70,7 @@ func New(opts ...transport.Option) *Transport {
 	t := &Transport{
 		opts:    transport.Apply(opts...),
 		cfg:     cfg,
+		timeout: handshakeTimeout,
 		current: make(map[string]*clientSession),
 		all:     make(map[*clientSession]struct{}),
 	}
@@ -71,11 +87,20 @@ func (t *Transport) String() string { return "mux" }
 // MaxFrameSize returns the largest message this transport carries.
 func (t *Transport) MaxFrameSize() int { return t.opts.MaxFrameSize }
 
+// Wire reports what Dial speaks: "mux/1", with TLS and a client
+// certificate as configured (transport.WireReporter).
+func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.Mux, t.opts.TLSConfig) }
+
 // Dial opens a stream to addr (host:port) on the session kept for addr,
-// first connecting one (TCP, then TLS when configured, then yamux) if there
-// is none or the one there has died. Concurrent Dials to a new address
-// share one connection attempt, and each returns when its own ctx ends.
+// first connecting one (TCP, then TLS when configured, then the exchange of
+// prefaces, then yamux) if there is none or the one there has died.
+// Concurrent Dials to a new address share one connection attempt, and each
+// returns when its own ctx ends. A peer that is not a mux listener of this
+// protocol version — a tcp listener, another server, one that sends nothing
+// within HandshakeTimeout — fails the Dial with an error matching
+// transport.ErrProtocol that says what the peer sent.
 //
+// Connecting costs one round trip more than TCP (and TLS) for the preface.
 // Opening a stream costs no round trip: Dial returns once the stream's
 // opening frame is written, before the peer accepts it. When the peer's
 // accept backlog is full, Dial waits, within ctx, for room.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/yamux"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/preface"
 	"github.com/zerodial/transport/tcp"
 )
 
@@ -160,8 +162,8 @@ func (cs *clientSession) run(ctx context.Context) {
 	t.opts.Logger.Debug("mux: session closed", "side", "client", "remote", cs.addr)
 }
 
-// connect dials the connection, completes TLS when configured, and starts
-// the yamux client on it.
+// connect dials the connection, completes TLS when configured, exchanges
+// prefaces with the listener (WIRE.md), and starts the yamux client on it.
 func (cs *clientSession) connect(ctx context.Context) (*yamux.Session, error) {
 	t := cs.t
 	c, err := t.cfg.dial(ctx, "tcp", cs.addr)
@@ -176,11 +178,20 @@ func (cs *clientSession) connect(ctx context.Context) (*yamux.Session, error) {
 			cfg.ServerName, _, _ = net.SplitHostPort(cs.addr)
 		}
 		tc := tls.Client(c, cfg)
+		// ctx may never end (a Dial with context.Background()): bound the
+		// wait for a silent peer. preface.Exchange replaces the deadline.
+		_ = c.SetDeadline(time.Now().Add(t.timeout))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("mux: tls handshake with %s: %w", cs.addr, tcp.DialError(ctx, err))
 		}
 		c = tc
+	}
+	// The preface goes on the connection itself, before the tap, which
+	// must see yamux's bytes only (track.go).
+	if err := preface.Exchange(ctx, c, preface.Mux, cs.addr, t.timeout); err != nil {
+		c.Close()
+		return nil, err
 	}
 	log := newSessionLogger(t.opts.Logger, "client", cs.addr)
 	sess, err := yamux.Client(newTapConn(c, cs.tr), t.cfg.sessionConfig(log))

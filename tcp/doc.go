@@ -2,6 +2,13 @@
 // connection, for peers that cannot speak yamux. Its frames are the ones
 // WIRE.md specifies, shared with the mux transport.
 //
+// Both ends open a connection with an 8-byte preface (WIRE.md, section 2)
+// naming the protocol and its version, "tcp/1", sent at once by each, so it
+// costs one round trip. Dial fails, with an error matching
+// transport.ErrProtocol, when the peer is not a tcp listener of this
+// version, and a Listener hands out only connections whose client sent the
+// right preface.
+//
 // Writes are buffered and flushed once per message, with TCP_NODELAY set, so
 // a message costs one write system call. Many goroutines may Send on one
 // socket; frames never interleave.

@@ -5,28 +5,37 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/frame"
+	"github.com/zerodial/transport/internal/preface"
 )
 
 // Transport is a TCP transport.Transport. The zero value is not usable;
 // call New.
 type Transport struct {
 	opts transport.Options
+	// timeout bounds the TLS handshake and the preface exchange, each.
+	timeout time.Duration
 }
 
-var _ transport.Transport = (*Transport)(nil)
-var _ transport.FrameLimiter = (*Transport)(nil)
+var (
+	_ transport.Transport    = (*Transport)(nil)
+	_ transport.FrameLimiter = (*Transport)(nil)
+	_ transport.WireReporter = (*Transport)(nil)
+	_ transport.WireReporter = (*listener)(nil)
+)
 
 // New returns a TCP Transport. It understands transport.WithMaxFrameSize,
 // transport.WithTLS and transport.WithLogger.
 func New(opts ...transport.Option) *Transport {
-	return &Transport{opts: transport.Apply(opts...)}
+	return &Transport{opts: transport.Apply(opts...), timeout: handshakeTimeout}
 }
 
 // String returns "tcp".
@@ -35,8 +44,25 @@ func (t *Transport) String() string { return "tcp" }
 // MaxFrameSize returns the largest message this transport carries.
 func (t *Transport) MaxFrameSize() int { return t.opts.MaxFrameSize }
 
-// Dial connects to addr (host:port), completing the TLS handshake when TLS
-// is configured, within ctx.
+// Wire reports what Dial speaks: "tcp/1", with TLS and a client
+// certificate as configured (transport.WireReporter).
+func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.TCP, t.opts.TLSConfig) }
+
+// HandshakeTimeout bounds each step of connection set-up that waits for the
+// peer, on either end: the TLS handshake, when TLS is configured, and the
+// exchange of connection prefaces (WIRE.md). Dial is bounded by its ctx as
+// well.
+const HandshakeTimeout = preface.Timeout
+
+// handshakeTimeout is HandshakeTimeout, shortened by tests that wait for it.
+var handshakeTimeout = HandshakeTimeout
+
+// Dial connects to addr (host:port), completes the TLS handshake when TLS
+// is configured, and exchanges prefaces with the listener (WIRE.md), all
+// within ctx. A peer that is not a tcp listener of this protocol version —
+// a mux listener, another server, one that sends nothing within
+// HandshakeTimeout — fails Dial with an error matching
+// transport.ErrProtocol that says what the peer sent.
 func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
@@ -51,11 +77,18 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 			cfg.ServerName, _, _ = net.SplitHostPort(addr)
 		}
 		tc := tls.Client(c, cfg)
+		// ctx alone would leave a silent peer holding a Dial with no
+		// deadline for ever. preface.Exchange replaces the deadline.
+		_ = c.SetDeadline(time.Now().Add(t.timeout))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("tcp: tls handshake with %s: %w", addr, err)
+			return nil, fmt.Errorf("tcp: tls handshake with %s: %w", addr, DialError(ctx, err))
 		}
 		c = tc
+	}
+	if err := preface.Exchange(ctx, c, preface.TCP, addr, t.timeout); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return newSocket(c, t.opts.MaxFrameSize), nil
 }
@@ -80,65 +113,218 @@ func tuneConn(c net.Conn) {
 	}
 }
 
-// Listen binds addr (host:port; port 0 picks one).
+// acceptBacklog bounds the connections a listener holds that Accept has not
+// yet returned: those being set up (TLS, preface) and those ready. Past it
+// the listener stops taking connections from the kernel, whose own backlog
+// then holds them, as it did for every connection before set-up moved off
+// Accept's path; so a listener nobody Accepts from holds at most this many
+// sockets and no goroutine for them.
+const acceptBacklog = 256
+
+// Listen binds addr (host:port; port 0 picks one). Each connection is set
+// up — TLS handshake when configured, then the preface exchange — on a
+// goroutine of its own, so a slow or silent peer holds up nobody else, and
+// reaches Accept only once set up. One that fails, or takes longer than
+// HandshakeTimeout for a step, is closed and logged (Debug, or Warn for a
+// zerodial peer of another protocol or version, or a failed TLS
+// handshake). At most 256 connections wait for Accept, set up or being set
+// up; more wait in the kernel's backlog.
 func (t *Transport) Listen(addr string) (transport.Listener, error) {
 	nl, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return &listener{nl: nl, opts: t.opts}, nil
+	l := &listener{
+		nl:      nl,
+		opts:    t.opts,
+		timeout: t.timeout,
+		slots:   make(chan struct{}, acceptBacklog),
+		ready:   make(chan net.Conn, acceptBacklog),
+		done:    make(chan struct{}),
+		setting: make(map[net.Conn]struct{}),
+	}
+	l.wg.Go(l.acceptConns)
+	return l, nil
 }
 
 type listener struct {
-	nl     net.Listener
-	opts   transport.Options
-	closed atomic.Bool
+	nl      net.Listener
+	opts    transport.Options
+	timeout time.Duration
+
+	// slots holds a token for every connection taken from nl and not yet
+	// returned by Accept or closed. ready, as large, holds the connections
+	// set up, so a set-up goroutine never waits to queue one.
+	slots chan struct{}
+	ready chan net.Conn
+	done  chan struct{} // closed by Close
+	// closedFlag is set with done, and cheaper to test.
+	closedFlag atomic.Bool
+	// wg counts acceptConns and the set-up goroutines; Close waits for
+	// them.
+	wg sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	setting map[net.Conn]struct{} // being set up; Close closes them
 }
 
 // Closed reports whether Close has been called (transport.ClosedReporter).
-func (l *listener) Closed() bool { return l.closed.Load() }
+func (l *listener) Closed() bool { return l.closedFlag.Load() }
 
 // MaxFrameSize returns the largest message the listener's sockets carry.
 func (l *listener) MaxFrameSize() int { return l.opts.MaxFrameSize }
 
+// Wire reports what the listener accepts: "tcp/1", with TLS and a required
+// client certificate as configured (transport.WireReporter).
+func (l *listener) Wire() transport.Wire { return preface.ListenWire(preface.TCP, l.opts.TLSConfig) }
+
+// Accept returns the next connection set up, as a Socket.
 func (l *listener) Accept() (transport.Socket, error) {
-	c, err := l.nl.Accept()
-	if err != nil {
-		if errors.Is(err, net.ErrClosed) {
+	select {
+	case c := <-l.ready:
+		<-l.slots
+		if l.Closed() {
+			// Close raced with this Accept; it closes what is left in
+			// ready, and this one too.
+			c.Close()
 			return nil, transport.ErrClosed
 		}
-		return nil, err
+		return newSocket(c, l.opts.MaxFrameSize), nil
+	case <-l.done:
+		return nil, transport.ErrClosed
 	}
-	tuneConn(c)
-	if l.opts.TLSConfig != nil {
-		c = ServerTLS(c, l.opts.TLSConfig)
-	}
-	return newSocket(c, l.opts.MaxFrameSize), nil
 }
 
-// HandshakeTimeout bounds the server side of a TLS handshake.
-const HandshakeTimeout = 10 * time.Second
-
-// ServerTLS wraps an accepted connection in TLS and starts the handshake at
-// once, in the background: a slow client never holds up Accept for the
-// others, and a dialer's handshake completes even before the server first
-// reads. A handshake that fails or takes longer than HandshakeTimeout closes
-// the connection. The mux transport uses it too.
-func ServerTLS(c net.Conn, cfg *tls.Config) net.Conn {
-	tc := tls.Server(c, cfg)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), HandshakeTimeout)
-		defer cancel()
-		if tc.HandshakeContext(ctx) != nil {
-			tc.Close()
+// acceptConns takes connections from the kernel while there is a slot for
+// them, and sets up each on its own goroutine.
+func (l *listener) acceptConns() {
+	var backoff time.Duration
+	for {
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.done:
+			return
 		}
-	}()
-	return tc
+		c, err := l.nl.Accept()
+		if err != nil {
+			<-l.slots
+			if l.Closed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors, say: wait rather than spin.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			l.opts.Logger.Warn("tcp: accept failed", "addr", l.nl.Addr().String(), "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+				continue
+			case <-l.done:
+				return
+			}
+		}
+		backoff = 0
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			c.Close()
+			<-l.slots
+			return
+		}
+		l.setting[c] = struct{}{}
+		// acceptConns is counted in wg, so Add cannot race Close's Wait
+		// down to zero.
+		l.wg.Add(1)
+		l.mu.Unlock()
+		go l.setUp(c)
+	}
 }
 
+// setUp completes TLS and the preface exchange on c, then queues it for
+// Accept; it closes c when either fails or the listener closes first.
+func (l *listener) setUp(raw net.Conn) {
+	defer l.wg.Done()
+	tuneConn(raw)
+	remote := raw.RemoteAddr().String()
+	c, err := l.handshake(raw, remote)
+
+	l.mu.Lock()
+	delete(l.setting, raw)
+	closed := l.closed
+	if err == nil && !closed {
+		l.ready <- c // never blocks: ready has room for every slot
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	if err != nil && !closed {
+		level := slog.LevelDebug
+		if preface.Mismatch(err) || errors.As(err, new(*tlsError)) {
+			level = slog.LevelWarn // a zerodial peer, misconfigured
+		}
+		l.opts.Logger.Log(context.Background(), level, "tcp: connection dropped before Accept",
+			"side", "server", "remote", remote, "err", err)
+	}
+	c.Close()
+	<-l.slots
+}
+
+// tlsError marks a failed server TLS handshake, for the log level.
+type tlsError struct{ err error }
+
+func (e *tlsError) Error() string { return "tcp: tls handshake: " + e.err.Error() }
+func (e *tlsError) Unwrap() error { return e.err }
+
+// handshake runs the server side of TLS, when configured, and of the
+// preface exchange, each within l.timeout. It returns the connection to
+// use: c, or its TLS wrapping.
+func (l *listener) handshake(c net.Conn, remote string) (net.Conn, error) {
+	if cfg := l.opts.TLSConfig; cfg != nil {
+		tc := tls.Server(c, cfg)
+		ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			return c, &tlsError{err}
+		}
+		c = tc
+	}
+	return c, preface.Exchange(context.Background(), c, preface.TCP, remote, l.timeout)
+}
+
+// Close stops listening: the address is free when it returns, pending and
+// later Accepts fail with transport.ErrClosed, and connections being set up
+// or set up but not yet accepted are closed. Sockets already accepted stay
+// open. Close waits for the listener's goroutines to end.
 func (l *listener) Close() error {
-	l.closed.Store(true)
-	return l.nl.Close()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.closedFlag.Store(true)
+	close(l.done)
+	setting := make([]net.Conn, 0, len(l.setting))
+	for c := range l.setting {
+		setting = append(setting, c)
+	}
+	l.mu.Unlock()
+
+	err := l.nl.Close()
+	// Closing a connection being set up ends its handshake at once.
+	for _, c := range setting {
+		c.Close()
+	}
+	l.wg.Wait()
+	for drained := false; !drained; {
+		select {
+		case c := <-l.ready:
+			c.Close()
+		default:
+			drained = true
+		}
+	}
+	return err
 }
 
 func (l *listener) Addr() net.Addr { return l.nl.Addr() }

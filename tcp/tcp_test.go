@@ -3,6 +3,7 @@ package tcp_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"io"
 	"net"
@@ -35,13 +36,22 @@ func acceptOne(t *testing.T, l transport.Listener) <-chan transport.Socket {
 	return ch
 }
 
-// rawPeer connects a plain TCP connection to l and returns it with the
-// socket l made for it.
+// tcpPreface is the connection preface of the tcp transport (WIRE.md).
+const tcpPreface = "ZDIALt\x01\x00"
+
+// rawPeer connects a plain TCP connection to l, exchanges prefaces on it,
+// and returns it with the socket l made for it.
 func rawPeer(t *testing.T, l transport.Listener) (net.Conn, transport.Socket) {
 	accepted := acceptOne(t, l)
 	c, err := net.Dial("tcp", l.Addr().String())
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
+	_, err = c.Write([]byte(tcpPreface))
+	require.NoError(t, err)
+	got := make([]byte, len(tcpPreface))
+	_, err = io.ReadFull(c, got)
+	require.NoError(t, err)
+	require.Equal(t, tcpPreface, string(got), "the listener's preface")
 	return c, <-accepted
 }
 
@@ -108,13 +118,36 @@ func TestTLS(t *testing.T) {
 	require.NoError(t, c.Recv(&m))
 	assert.Equal(t, "v", m.Header["k"])
 
-	// A client that does not trust the server's certificate fails in Dial.
+	// A client that does not trust the server's certificate fails in Dial,
+	// and its connection never reaches Accept.
 	accepted = acceptOne(t, l)
 	_, err = tcp.New(transport.WithTLS(&tls.Config{})).Dial(context.Background(), l.Addr().String())
-	require.Error(t, err)
-	if s := <-accepted; s != nil {
-		s.Close()
+	var unknown x509.UnknownAuthorityError
+	require.ErrorAs(t, err, &unknown)
+	select {
+	case s := <-accepted:
+		if s != nil {
+			s.Close()
+		}
+		t.Fatal("a connection whose TLS handshake failed reached Accept")
+	case <-time.After(100 * time.Millisecond):
 	}
+}
+
+// TestTLSClientCertRequired: a client without the certificate the listener
+// requires fails at Dial — the preface's read sees the server's alert —
+// where, without a preface, TLS 1.3 let Dial succeed and the first Recv
+// fail.
+func TestTLSClientCertRequired(t *testing.T) {
+	serverCfg, clientCfg := selfSigned(t)
+	serverCfg.ClientAuth = tls.RequireAnyClientCert
+	l, err := tcp.New(transport.WithTLS(serverCfg)).Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = tcp.New(transport.WithTLS(clientCfg)).Dial(t.Context(), l.Addr().String())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "certificate required")
+	assert.NotErrorIs(t, err, transport.ErrProtocol, "a TLS refusal is not a preface mismatch")
 }
 
 func TestTLSConfigIsCloned(t *testing.T) {

@@ -1,0 +1,234 @@
+// Package preface encodes and checks the connection preface of WIRE.md
+// (section 2, "Connection preface"): the eight bytes both ends of a tcp or
+// mux connection send before anything else. Without it a peer of the wrong
+// kind — a tcp client on a mux port, a mux client on a port that never
+// speaks — got a working Dial and an obscure failure later; with it, Dial
+// fails at once and names what the peer speaks.
+package preface
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/zerodial/transport"
+)
+
+// The preface: Magic, a protocol byte, a version byte, a reserved byte.
+const (
+	// Len is the preface's length in bytes.
+	Len = 8
+	// Magic opens every preface.
+	Magic = "ZDIAL"
+	// TCP is the protocol byte of the tcp transport's frame stream.
+	TCP byte = 't'
+	// Mux is the protocol byte of the mux transport's yamux session.
+	Mux byte = 'm'
+	// Version is the version byte this package sends and accepts: the
+	// version of the transport's protocol, not of the frame (whose own
+	// version byte is in every frame prefix).
+	Version byte = 1
+	// Timeout bounds each step of connection set-up that waits for the
+	// peer: the TLS handshake and the preface exchange, on either end.
+	Timeout = 10 * time.Second
+)
+
+// Preface is what one end's preface says.
+type Preface struct {
+	Protocol byte
+	Version  byte
+}
+
+// Of returns the preface this package sends for protocol proto.
+func Of(proto byte) Preface { return Preface{Protocol: proto, Version: Version} }
+
+// Append appends the eight bytes of p to b. The reserved byte is zero.
+func (p Preface) Append(b []byte) []byte {
+	return append(append(b, Magic...), p.Protocol, p.Version, 0)
+}
+
+// String names p as WIRE.md and transport.Wire do: "tcp/1", "mux/1"; an
+// unknown protocol byte is quoted ('x'/1).
+func (p Preface) String() string {
+	return ProtocolName(p.Protocol) + "/" + strconv.Itoa(int(p.Version))
+}
+
+// ProtocolName names a protocol byte: "tcp", "mux", or the byte quoted.
+func ProtocolName(proto byte) string {
+	switch proto {
+	case TCP:
+		return "tcp"
+	case Mux:
+		return "mux"
+	}
+	return strconv.QuoteRuneToASCII(rune(proto))
+}
+
+var (
+	// ErrIncomplete: the bytes so far are shorter than a preface and may
+	// still become one.
+	ErrIncomplete = errors.New("preface: incomplete")
+	// ErrForeign: the bytes cannot be the start of any preface.
+	ErrForeign = errors.New("preface: not a zerodial preface")
+)
+
+// Parse reads a peer's preface from b, the bytes received so far. Bytes
+// past Len are ignored. It returns ErrForeign as soon as b departs from
+// Magic, so a foreign peer that sends a few bytes and waits is told apart
+// without waiting for eight, and ErrIncomplete while b is shorter than Len
+// and agrees with Magic. The reserved byte is not checked: a sender sends
+// 0, and a receiver ignores it, so that a later revision can use it for
+// optional capabilities without a new version.
+func Parse(b []byte) (Preface, error) {
+	b = b[:min(len(b), Len)]
+	m := min(len(b), len(Magic))
+	if string(b[:m]) != Magic[:m] {
+		return Preface{}, ErrForeign
+	}
+	if len(b) < Len {
+		return Preface{}, ErrIncomplete
+	}
+	return Preface{Protocol: b[5], Version: b[6]}, nil
+}
+
+// Error is a peer's preface that is missing, foreign or for another
+// protocol or version. It matches transport.ErrProtocol, and unwraps to the
+// read error that cut the preface short, if any (io.EOF,
+// io.ErrUnexpectedEOF, a reset, a timeout).
+type Error struct {
+	Transport string  // "tcp" or "mux": who reports
+	Peer      string  // the peer's address
+	Want      Preface // what this end speaks
+	Got       []byte  // what the peer sent, at most Len bytes
+	Timeout   time.Duration
+	Err       error
+}
+
+func (e *Error) Error() string {
+	who := e.Transport + ": " + e.Peer
+	p, err := Parse(e.Got)
+	switch {
+	case err == nil:
+		return fmt.Sprintf("%s speaks zerodial %v, not %v", who, p, e.Want)
+	case errors.Is(err, ErrForeign):
+		return fmt.Sprintf("%s is not a zerodial peer (it sent %q)", who, e.Got)
+	case isTimeout(e.Err) && len(e.Got) == 0:
+		return fmt.Sprintf("%s sent no preface within %v", who, e.Timeout)
+	case isTimeout(e.Err):
+		return fmt.Sprintf("%s sent only %d bytes of its preface within %v", who, len(e.Got), e.Timeout)
+	case len(e.Got) == 0:
+		return fmt.Sprintf("%s closed the connection before its preface: %v", who, e.Err)
+	}
+	return fmt.Sprintf("%s closed the connection after %d bytes of its preface: %v", who, len(e.Got), e.Err)
+}
+
+// Is makes errors.Is(err, transport.ErrProtocol) hold.
+func (e *Error) Is(target error) bool { return target == transport.ErrProtocol }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Mismatch reports whether err is a zerodial preface naming another
+// protocol or version: a misconfiguration worth a warning, where a foreign
+// or silent peer (a port scanner, a health check) is not.
+func Mismatch(err error) bool {
+	var pe *Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	_, perr := Parse(pe.Got)
+	return perr == nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// aLongTimeAgo is a deadline in the past, which makes a blocked read or
+// write on a net.Conn return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// Exchange writes the preface of proto to c, then reads and checks the
+// peer's; both ends do so at once, so the exchange costs one round trip.
+// It reads exactly the peer's preface and nothing after it, so c can be
+// handed on unwrapped. peer names the peer in errors.
+//
+// It gives up after timeout, or when ctx ends, whichever is first; the
+// error then matches ctx.Err(). A peer that sends something else, closes
+// first or stays silent gets an *Error. On success c is left without a
+// deadline; on failure the caller must close c.
+func Exchange(ctx context.Context, c net.Conn, proto byte, peer string, timeout time.Duration) error {
+	name := ProtocolName(proto)
+	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+	}
+	// A ctx that ends cuts the deadline short, so ctx bounds the exchange
+	// whether it ends by its deadline or by cancellation.
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
+	got, err := exchange(c, proto)
+	if !stop() {
+		// ctx ended, and may cut the deadline short at any moment: the
+		// connection is unusable, whatever the exchange did.
+		cerr := ctx.Err()
+		if err != nil {
+			cerr = fmt.Errorf("%w: %w", cerr, err)
+		}
+		return fmt.Errorf("%s: preface with %s: %w", name, peer, cerr)
+	}
+	pe := &Error{Transport: name, Peer: peer, Want: Of(proto), Got: got, Timeout: timeout, Err: err}
+	switch {
+	case err == nil:
+		if p, _ := Parse(got); p != Of(proto) {
+			return pe
+		}
+		if err := c.SetDeadline(time.Time{}); err != nil {
+			return fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+		}
+		return nil
+	case got != nil && peerFault(err):
+		return pe
+	}
+	return fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+}
+
+// peerFault reports whether a read error means the peer broke off or never
+// spoke — a peer not speaking the protocol — rather than, say, a TLS alert.
+func peerFault(err error) bool {
+	return errors.Is(err, ErrForeign) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || isTimeout(err)
+}
+
+// exchange writes proto's preface and reads the peer's. It returns the
+// peer's bytes (never nil once the write succeeded, nil if it failed) and
+// the error that ended the read: nil for a whole preface, ErrForeign as
+// soon as the bytes cannot be one, or the read error, io.EOF turned into
+// io.ErrUnexpectedEOF after part of a preface.
+func exchange(c net.Conn, proto byte) ([]byte, error) {
+	var out [Len]byte
+	if _, err := c.Write(Of(proto).Append(out[:0])); err != nil {
+		return nil, fmt.Errorf("write: %w", err)
+	}
+	// Read no further than Len: the bytes after the preface belong to
+	// whoever takes the connection next.
+	buf := make([]byte, Len)
+	n := 0
+	for n < Len {
+		m, err := c.Read(buf[n:])
+		n += m
+		if _, perr := Parse(buf[:n]); errors.Is(perr, ErrForeign) {
+			return buf[:n], perr
+		}
+		if err != nil && n < Len {
+			if n > 0 && errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf[:n], err
+		}
+	}
+	return buf, nil
+}
