@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
@@ -22,9 +23,19 @@ import (
 //     handed to the handler, reply written in place.
 //   - zerodial-direct-generic: the same, with dispatch.Handle methods.
 //   - zerodial-copy: the shortcut in ShortcutCopy mode: msgpack once each way.
+//   - zerodial-direct-deadline, zerodial-direct-generic-deadline,
+//     zerodial-copy-deadline: the same three, called with a context that has
+//     a deadline, as production calls arrive: the call may then return
+//     before its handler, so the handler runs on a Server worker while the
+//     caller waits, and in direct mode on a deep copy of the args. The
+//     context is made once, outside the timed loop (its cost is the
+//     caller's, the same for every implementation).
 //   - zerodial-memory, zerodial-tcp, zerodial-mux: a Client over a socket of
 //     memory.New(), tcp.New() or mux.New() (yamux over loopback TCP), no
 //     shortcut.
+//
+// Arith's methods are registered with dispatch.Borrows: they keep nothing
+// they are given, so direct mode may lend them the caller's values.
 
 func init() {
 	register("zerodial-direct", func(tb testing.TB, _ size) func() callFunc {
@@ -35,6 +46,15 @@ func init() {
 	})
 	register("zerodial-copy", func(tb testing.TB, _ size) func() callFunc {
 		return zerodialShortcut(tb, dispatch.ShortcutCopy, registerReflect)
+	})
+	register("zerodial-direct-deadline", func(tb testing.TB, _ size) func() callFunc {
+		return withDeadline(tb, zerodialShortcut(tb, dispatch.ShortcutDirect, registerReflect))
+	})
+	register("zerodial-direct-generic-deadline", func(tb testing.TB, _ size) func() callFunc {
+		return withDeadline(tb, zerodialShortcut(tb, dispatch.ShortcutDirect, registerGeneric))
+	})
+	register("zerodial-copy-deadline", func(tb testing.TB, _ size) func() callFunc {
+		return withDeadline(tb, zerodialShortcut(tb, dispatch.ShortcutCopy, registerReflect))
 	})
 	register("zerodial-memory", func(tb testing.TB, _ size) func() callFunc {
 		return zerodialNetwork(tb, memory.New(), "")
@@ -51,17 +71,32 @@ func init() {
 
 var zerodialMethods = [...]string{multiply: "Arith.Multiply", echo: "Arith.Echo"}
 
-func registerReflect(srv *dispatch.Server) error { return srv.Register(new(Arith)) }
+func registerReflect(srv *dispatch.Server) error {
+	return srv.Register(new(Arith), dispatch.Borrows())
+}
+
+// withDeadline makes every call of newCaller's callers with a context that
+// has a deadline (an hour away), made once, in place of the benchmark's.
+func withDeadline(tb testing.TB, newCaller func() callFunc) func() callFunc {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	tb.Cleanup(cancel)
+	return func() callFunc {
+		call := newCaller()
+		return func(_ context.Context, m method, args, reply any) error {
+			return call(ctx, m, args, reply)
+		}
+	}
+}
 
 func registerGeneric(srv *dispatch.Server) error {
 	arith := new(Arith)
 	return errors.Join(
 		dispatch.Handle(srv, "Arith.Multiply", func(_ context.Context, args *Args, reply *Product) error {
 			return arith.Multiply(args, reply)
-		}),
+		}, dispatch.Borrows()),
 		dispatch.Handle(srv, "Arith.Echo", func(_ context.Context, args *Payload, reply *Payload) error {
 			return arith.Echo(args, reply)
-		}),
+		}, dispatch.Borrows()),
 	)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // BenchmarkCall measures one small call on every path; bench/ compares them
@@ -14,6 +15,32 @@ func BenchmarkCall(b *testing.B) {
 			b.Run(p.name+"/"+method, func(b *testing.B) {
 				e := p.setup(b, noInterceptors)
 				ctx := context.Background()
+				args := &Args{6, 7}
+				var reply int
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := e.client.Call(ctx, method, args, &reply); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCallDeadline is BenchmarkCall on the shortcut with a context
+// that can end, as production calls have: the handler then runs on a Server
+// worker so that the caller can return when the context ends.
+func BenchmarkCallDeadline(b *testing.B) {
+	for _, p := range paths {
+		if !isShortcut(p) {
+			continue
+		}
+		for _, method := range []string{"Arith.Multiply", "Gen.Add"} {
+			b.Run(p.name+"/"+method, func(b *testing.B) {
+				e := p.setup(b, noInterceptors)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+				defer cancel()
 				args := &Args{6, 7}
 				var reply int
 				b.ReportAllocs()

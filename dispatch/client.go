@@ -18,6 +18,7 @@ type Client struct {
 	tr    transport.Transport
 	addr  string
 	key   regKey
+	wire  transport.Wire // what tr speaks, for the shortcut's check
 	opts  clientOptions
 	ctype string // the codec's name
 	limit int    // the transport's frame limit, for the shortcut's copy mode
@@ -71,12 +72,12 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 			opt(&o)
 		}
 	}
-	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize}
+	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), wire: wireOf(tr), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	if fl, ok := tr.(transport.FrameLimiter); ok {
 		c.limit = fl.MaxFrameSize()
 	}
-	if o.shortcut != ShortcutOff && shortcuts.lookup(c.key) != nil {
+	if o.shortcut != ShortcutOff && shortcuts.lookup(c.key, c.wire) != nil {
 		return c, nil
 	}
 	if _, err := c.connect(ctx); err != nil {
@@ -160,9 +161,10 @@ func (c *Client) dial(ctx context.Context, d *dialing) (*clientConn, error) {
 	return d.conn, nil
 }
 
-// Close closes the Client. Calls in flight on the network fail with
-// ErrShutdown; calls in flight on the shortcut finish, but return
-// ErrShutdown too, so the outcome is the same on every path.
+// Close closes the Client. Calls in flight fail with ErrShutdown at once, on
+// the network and on the shortcut alike — except shortcut calls whose
+// context cannot end, which run their handler on the caller's goroutine and
+// so return ErrShutdown when the handler does.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -192,7 +194,7 @@ func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any
 		return err
 	}
 	if c.opts.shortcut != ShortcutOff {
-		if e := shortcuts.lookupCached(c.key, &c.found); e != nil {
+		if e := shortcuts.lookupCached(c.key, c.wire, &c.found); e != nil {
 			if err, done := c.shortcut(ctx, e, serviceMethod, args, reply); done {
 				return err
 			}

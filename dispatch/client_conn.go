@@ -217,12 +217,15 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 			return ctxError(ctx)
 		}
 		// Part of the frame may be out: the connection cannot be trusted.
+		// The caller gets what the read loop gives the calls it fails when
+		// the peer goes, so that one failure reads the same whichever end
+		// notices it first.
 		cc.fail(ErrShutdown)
 		cc.sock.Close()
 		if ctx.Err() != nil {
 			return ctxError(ctx)
 		}
-		return fmt.Errorf("%w: sending %s: %v", ErrShutdown, name, err)
+		return ErrShutdown
 	}
 	return nil
 }

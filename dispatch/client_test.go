@@ -254,12 +254,10 @@ func newKeeper(t *testing.T, srv *dispatch.Server) *keeper {
 // In copy mode (as on the network) caller and handler share no memory: a
 // handler that keeps and changes its args after the call changes nothing of
 // the caller's, and a caller that changes its reply changes nothing of the
-// server's.
+// server's. Bag.Keep did not promise to borrow (Borrows), so a
+// ShortcutDirect caller gets copy mode too.
 func TestCopyModeDoesNotAlias(t *testing.T) {
 	for _, p := range paths {
-		if p.name == "shortcut-direct" {
-			continue // TestDirectModeAliases
-		}
 		t.Run(p.name, func(t *testing.T) {
 			e := p.setup(t)
 			k := newKeeper(t, e.server)
@@ -293,25 +291,37 @@ func TestCopyModeDoesNotAlias(t *testing.T) {
 	}
 }
 
-// In direct mode the documented aliasing holds: the handler gets the
-// caller's own args pointer and writes the caller's reply in place.
-func TestDirectModeAliases(t *testing.T) {
+// In direct mode, a method that promised to borrow (Borrows) gets the
+// caller's own args pointer and writes the caller's reply in place when the
+// call cannot end before the handler returns; when it can (a deadline), a
+// deep copy of the args and a reply of its own, moved to the caller's.
+func TestDirectModeLendsToBorrowers(t *testing.T) {
 	e := shortcut(t, dispatch.ShortcutDirect)
-	k := newKeeper(t, e.server)
+	k := &keeper{args: make(chan *Bag, 1), reply: make(chan any, 1), state: newBag()}
+	require.NoError(t, dispatch.Handle(e.server, "Bag.Lend", func(ctx context.Context, args *Bag, reply *Bag) error {
+		k.args <- args
+		k.reply <- reply
+		reply.List = append(reply.List, args.List...)
+		return nil
+	}, dispatch.Borrows()))
+
 	args := newBag()
 	reply := &Bag{List: []int{9}}
-	require.NoError(t, e.client.Call(context.Background(), "Bag.Keep", args, reply))
+	require.NoError(t, e.client.Call(context.Background(), "Bag.Lend", args, reply))
 	assert.Same(t, args, recv(t, k.args, waitLong, "the handler's args"), "the handler got the caller's pointer")
 	assert.Same(t, reply, recv(t, k.reply, waitLong, "the handler's reply"), "the reply was written in place")
-	assert.Equal(t, k.state.List, reply.List)
-	// Written in place: the reply holds the server's own slice, as the
-	// contract warns.
-	assert.Same(t, &k.state.List[0], &reply.List[0])
+	assert.Equal(t, []int{1, 2, 3}, reply.List, "the reply was zeroed first")
 
-	// Reflection-registered methods too.
-	n := new(int)
-	require.NoError(t, e.client.Call(context.Background(), "Arith.MultiplyPtr", &Args{2, 5}, n))
-	assert.Equal(t, 10, *n)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	reply = &Bag{List: []int{9}}
+	require.NoError(t, e.client.Call(ctx, "Bag.Lend", args, reply))
+	got := recv(t, k.args, waitLong, "the handler's args")
+	assert.NotSame(t, args, got, "a call that may return early lends nothing")
+	assert.Equal(t, args, got)
+	assert.NotSame(t, &args.List[0], &got.List[0], "the copy is deep")
+	assert.NotSame(t, reply, recv(t, k.reply, waitLong, "the handler's reply"))
+	assert.Equal(t, []int{1, 2, 3}, reply.List, "the handler's reply reached the caller")
 }
 
 // Bug: a Client whose connection died and which dialled again never closes

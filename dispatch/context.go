@@ -186,6 +186,15 @@ func (c *shortcutCtx) Done() <-chan struct{} {
 		if c.client.closedFlag.Load() || c.srv.stopped.Load() {
 			c.cancel(context.Canceled)
 		}
+		// The context may have ended meanwhile, and ended's unwatch run
+		// before these watches: undo them, or the sets keep it for good.
+		c.mu.Lock()
+		over := c.err != nil
+		c.mu.Unlock()
+		if over {
+			c.client.unwatch(c)
+			c.srv.unwatch(c)
+		}
 	}
 	return ch
 }

@@ -9,7 +9,8 @@
 //     served by a Server in this process calls that Server's router
 //     directly, with no socket, in one of two modes — ShortcutCopy (the codec
 //     runs once each way; caller and handler share no memory) or
-//     ShortcutDirect (no codec; see ShortcutDirect for the aliasing contract).
+//     ShortcutDirect (no codec for the methods registered with Borrows,
+//     whose documentation states the contract; copy for all others).
 //
 // What a service or caller can observe is the same on every path; only the
 // time differs. The rules:
@@ -23,8 +24,10 @@
 //     process dies.
 //   - Deadlines. The caller's deadline reaches the handler's context;
 //     cancelling the caller's context cancels the handler's. When the
-//     caller's context ends first, Call returns an *Error matching
-//     context.DeadlineExceeded or context.Canceled.
+//     caller's context ends first, Call returns at once — whatever the
+//     handler is doing, on the shortcut too — with an *Error matching
+//     context.DeadlineExceeded or context.Canceled, and nothing the caller
+//     owns is touched afterwards.
 //   - Context values. Only metadata (WithMetadata, MetadataFrom) crosses from
 //     caller to handler; no other context value does.
 package dispatch

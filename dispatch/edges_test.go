@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/memory"
 	"github.com/zerodial/transport/tcp"
+	"github.com/zerodial/transport/transporttest"
 )
 
 // Parity cases beyond parity_test.go. Each test states a rule of the package
@@ -380,4 +382,32 @@ func TestServerFrameLimitAppliesOnShortcut(t *testing.T) {
 	}
 	assert.Equal(t, "connection failure", outcome["off"], "over the network")
 	assert.Equal(t, outcome["off"], outcome["copy"], "bug: the copy shortcut ignores the server's frame limit")
+}
+
+// One failure reads the same every time: a peer that closes the connection
+// (at once, or after reading a request) fails the call with ErrShutdown
+// itself, whether the read loop or the Send notices first.
+func TestPeerCloseIsOneError(t *testing.T) {
+	for _, tc := range transports {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := tc.make(t)
+			l, err := tr.Listen(tc.listen)
+			require.NoError(t, err)
+			var n atomic.Int32
+			transporttest.Serve(t, l, func(s transport.Socket) {
+				if n.Add(1)%2 == 0 {
+					var m transport.Message
+					_ = s.Recv(&m)
+				}
+				s.Close()
+			})
+			c, err := dispatch.Dial(context.Background(), tr, l.Addr().String())
+			require.NoError(t, err)
+			defer c.Close()
+			for range 30 {
+				err := c.Call(context.Background(), "Arith.Multiply", Args{1, 2}, new(int))
+				require.Equal(t, dispatch.ErrShutdown, err, "got %q", err)
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/memory"
@@ -97,4 +98,50 @@ func ExampleHandle() {
 	}
 	fmt.Println(reply)
 	// Output: hello, gopher (from example)
+}
+
+// Borrows marks methods that keep nothing they are given: a ShortcutDirect
+// caller then lends them its own values, with no codec. A call whose
+// context can end may return before its handler does, so it lends a deep
+// copy instead.
+func ExampleBorrows() {
+	ctx := context.Background()
+	srv := dispatch.NewServer()
+	var got *Args // what the handler received, for the example to show
+	err := dispatch.Handle(srv, "Sum.Of", func(ctx context.Context, args *Args, reply *int) error {
+		got = args
+		*reply = args.A + args.B
+		return nil
+	}, dispatch.Borrows())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	tr := memory.New()
+	l, _ := tr.Listen("")
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	c, err := dispatch.Dial(ctx, tr, l.Addr().String(), dispatch.WithShortcut(dispatch.ShortcutDirect))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	args := &Args{A: 2, B: 3}
+	var sum int
+	if err := c.Call(ctx, "Sum.Of", args, &sum); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sum, "lent the caller's args:", got == args)
+
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.Call(dctx, "Sum.Of", args, &sum); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sum, "lent the caller's args:", got == args)
+	// Output:
+	// 5 lent the caller's args: true
+	// 5 lent the caller's args: false
 }

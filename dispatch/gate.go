@@ -32,7 +32,13 @@ func (g *gate) enter() bool {
 	}
 }
 
-// leave ends a call admitted by enter.
+// join admits one more call on behalf of a call already inside, even once
+// the gate is closing: the count cannot have reached idle while that call
+// holds it. A shortcut call whose handler may outlive its caller takes one
+// for the handler, which leaves when the handler returns.
+func (g *gate) join() { g.n.Add(1) }
+
+// leave ends a call admitted by enter or join.
 func (g *gate) leave() {
 	if g.n.Add(-1) == closingBit {
 		close(g.idle)

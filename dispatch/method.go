@@ -7,6 +7,8 @@ import (
 	"go/token"
 	"reflect"
 	"strings"
+
+	"github.com/zerodial/transport/internal/clone"
 )
 
 // Handler is one step of a call: the method itself, or the rest of the
@@ -37,6 +39,39 @@ type method struct {
 	takesCtx bool
 	seesCtx  bool    // takesCtx, or the server has interceptors
 	srv      *Server // the Server it is registered with
+
+	// borrows: registered with Borrows, so a ShortcutDirect caller passes
+	// its own values.
+	borrows bool
+	// copyArgs deep-copies the caller's *A into the handler's *A, for a
+	// direct call that may return before the handler does; nil when A
+	// cannot be deep-copied by reflection (such calls run in copy mode).
+	copyArgs func(dst, src any) error
+	// moveReply sets *dst = *src, both *R.
+	moveReply func(dst, src any)
+	argType   reflect.Type // A
+}
+
+// planArgs marks m as borrowing and sets m.copyArgs for arguments of type a.
+// A type that cannot be deep-copied is refused: a direct call would lend
+// such arguments when its context cannot end and have to encode them when
+// it can, and the handler would see the difference.
+func (m *method) planArgs(a reflect.Type, flatCopy func(dst, src any)) error {
+	plan, err := clone.For(a)
+	if err != nil {
+		return fmt.Errorf("dispatch: Borrows: the arguments of %s cannot be deep-copied, as a direct call "+
+			"that may return before its handler must copy them (%w); register %s without Borrows", m.name, err, m.name)
+	}
+	m.borrows = true
+	switch {
+	case plan.Flat():
+		m.copyArgs = func(dst, src any) error { flatCopy(dst, src); return nil }
+	default:
+		m.copyArgs = func(dst, src any) error {
+			return plan.Copy(reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem())
+		}
+	}
+	return nil
 }
 
 var (
@@ -46,10 +81,14 @@ var (
 
 // Handle registers fn as the method name ("Service.Method") of srv. The call
 // needs no reflection: it is the fastest way to serve a method, above all on
-// the shortcut.
-func Handle[A, R any](srv *Server, name string, fn func(ctx context.Context, args *A, reply *R) error) error {
+// the shortcut. The options may say that fn borrows its arguments (Borrows).
+func Handle[A, R any](srv *Server, name string, fn func(ctx context.Context, args *A, reply *R) error, opts ...RegisterOption) error {
 	if fn == nil {
 		return fmt.Errorf("dispatch: Handle %s: nil function", name)
+	}
+	ro, err := registerOpts(opts)
+	if err != nil {
+		return fmt.Errorf("dispatch: Handle %s: %w", name, err)
 	}
 	m := &method{
 		name: name,
@@ -88,6 +127,19 @@ func Handle[A, R any](srv *Server, name string, fn func(ctx context.Context, arg
 			return fn(ctx, args.(*A), reply.(*R))
 		},
 		takesCtx: true,
+		moveReply: func(dst, src any) {
+			*dst.(*R) = *src.(*R)
+		},
+	}
+	dot := strings.LastIndex(name, ".")
+	short := name[dot+1:]
+	if err := ro.check(name[:max(dot, 0)], []string{short}); err != nil {
+		return fmt.Errorf("dispatch: Handle %s: %w", name, err)
+	}
+	if ro.borrowing(short) {
+		if err := m.planArgs(reflect.TypeFor[A](), func(dst, src any) { *dst.(*A) = *src.(*A) }); err != nil {
+			return err
+		}
 	}
 	return srv.add(m)
 }
@@ -171,6 +223,10 @@ func reflectMethod(service string, rcvr reflect.Value, m reflect.Method) *method
 			return out[0].Interface().(error)
 		},
 		takesCtx: withCtx,
+		argType:  a,
+		moveReply: func(dst, src any) {
+			reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+		},
 	}
 }
 
@@ -185,17 +241,22 @@ func exportedOrBuiltin(t reflect.Type) bool {
 // func (t *T) M(args A, reply *R) error, with A a value or a pointer — or
 // the same with a context.Context first, under the name of rcvr's type.
 // Other methods are ignored. It is an error if there are none, or if the
-// service name is taken.
-func (s *Server) Register(rcvr any) error {
-	return s.register(rcvr, "", false)
+// service name is taken. The options may say that methods borrow their
+// arguments (Borrows).
+func (s *Server) Register(rcvr any, opts ...RegisterOption) error {
+	return s.register(rcvr, "", false, opts)
 }
 
 // RegisterName is Register with the service name given.
-func (s *Server) RegisterName(name string, rcvr any) error {
-	return s.register(rcvr, name, true)
+func (s *Server) RegisterName(name string, rcvr any, opts ...RegisterOption) error {
+	return s.register(rcvr, name, true, opts)
 }
 
-func (s *Server) register(rcvr any, name string, useName bool) error {
+func (s *Server) register(rcvr any, name string, useName bool, opts []RegisterOption) error {
+	ro, err := registerOpts(opts)
+	if err != nil {
+		return err
+	}
 	if rcvr == nil {
 		return errors.New("dispatch: Register of nil")
 	}
@@ -220,6 +281,23 @@ func (s *Server) register(rcvr any, name string, useName bool) error {
 	}
 	if len(ms) == 0 {
 		return fmt.Errorf("dispatch: type %s has no methods of a suitable shape (func (t *T) M([ctx context.Context,] args A, reply *R) error)", v.Type())
+	}
+	shorts := make([]string, len(ms))
+	for i, m := range ms {
+		shorts[i] = m.name[len(name)+1:]
+	}
+	if err := ro.check(name, shorts); err != nil {
+		return err
+	}
+	for i, m := range ms {
+		if ro.borrowing(shorts[i]) {
+			err := m.planArgs(m.argType, func(dst, src any) {
+				reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+			})
+			if err != nil {
+				return err
+			}
+		}
 	}
 	return s.add(ms...)
 }

@@ -94,16 +94,16 @@ const (
 	// ShortcutOff always uses the transport.
 	ShortcutOff ShortcutMode = iota
 	// ShortcutCopy calls the Server's router directly, with no socket; the
-	// codec runs once each way, so caller and handler share no memory.
+	// codec runs once each way, so caller and handler share no memory, and
+	// the frame limits apply as on the network. It is the safe choice for
+	// any service, written for net/rpc or not.
 	ShortcutCopy
-	// ShortcutDirect calls the Server's router directly with no codec: the
-	// handler receives the caller's args (a pointer to them when the caller
-	// passed a pointer), and *reply is zeroed and written in place. The
-	// caller must not touch args or reply until the call returns, and the
-	// handler must not keep them, or anything they point to, after it
-	// returns. Frame limits are not checked, since nothing is encoded.
-	// Where the caller's types are not the handler's, the call falls back
-	// to ShortcutCopy, which decodes exactly as the network would.
+	// ShortcutDirect is ShortcutCopy, except for the methods whose author
+	// promised to borrow their arguments (Borrows, which states the
+	// contract): those receive the caller's own values with no codec, and
+	// frame limits are not checked. The caller, for its part, does not
+	// touch args or reply until Call returns — as with any synchronous
+	// call. Every other method runs exactly as with ShortcutCopy.
 	ShortcutDirect
 )
 
@@ -120,9 +120,19 @@ func (m ShortcutMode) String() string {
 }
 
 // WithShortcut makes the Client call a Server of this process directly when
-// the dialled address is one it serves, in the given mode. When no Server of
-// this process serves the address — or the one that did has stopped — the
-// Client uses the transport exactly as without the option.
+// the dialled address is one it serves, in the given mode. The Server must be
+// serving a listener at that address (Serve or Start), and the listener must
+// accept the Client's transport as the network would (transport.Wire: the
+// same protocol, TLS on both ends or neither, a client certificate where one
+// is required). Otherwise — or once the Server stops serving the address —
+// the Client uses the transport exactly as without the option, and meets
+// whatever the network says.
+//
+// On the shortcut as on the network, the caller's context bounds the call:
+// when it ends, Call returns, whatever the handler is doing, and the
+// handler's context ends. A call whose context can end therefore runs its
+// handler on one of the Server's goroutines while the caller waits; a call
+// whose context cannot (ctx.Done() == nil) runs it on the caller's.
 func WithShortcut(mode ShortcutMode) ClientOption {
 	return func(o *clientOptions) { o.shortcut = mode }
 }

@@ -35,41 +35,62 @@ type entry struct {
 	// (transport.ClosedReporter): the entry is dead from that moment,
 	// before Serve notices and removes it.
 	closed transport.ClosedReporter
+	// wire is what the listener speaks (transport.WireReporter), zero if it
+	// does not say. A client reaches the Server directly only if its own
+	// transport's Wire is one the listener Accepts — so that a mux client
+	// never gets in-process what a tcp listener, or a TLS one, would
+	// refuse it on the network.
+	wire transport.Wire
 }
 
 func (e *entry) live() bool { return e != nil && (e.closed == nil || !e.closed.Closed()) }
+
+// reaches reports whether a client speaking w may call e's Server directly.
+func (e *entry) reaches(w transport.Wire) bool { return e.live() && e.wire.Accepts(w) }
+
+// wireOf returns what v speaks, or the zero Wire if it does not say.
+func wireOf(v any) transport.Wire {
+	if wr, ok := v.(transport.WireReporter); ok {
+		return wr.Wire()
+	}
+	return transport.Wire{}
+}
 
 // shortcuts is the process-local registry: the one piece of package state,
 // since the point is to find a Server of this process by address alone.
 var shortcuts registry
 
-func (r *registry) lookup(k regKey) *entry {
+// lookup returns the live entry at k that a client speaking w reaches.
+func (r *registry) lookup(k regKey, w transport.Wire) *entry {
 	m := r.m.Load()
 	if m == nil {
 		return nil
 	}
-	if e := (*m)[k]; e.live() {
+	if e := (*m)[k]; e.reaches(w) {
 		return e
 	}
 	return nil
 }
 
 // found is a lookup remembered: valid while the registry's map is still
-// the one it was found in (writes replace the map).
+// the one it was found in (writes replace the map). e is nil when the entry
+// there does not accept the client's Wire.
 type found struct {
 	in *map[regKey]*entry
 	e  *entry
 }
 
 // lookupCached is lookup through a Client's memory of its last answer, which
-// saves hashing the key on every call.
-func (r *registry) lookupCached(k regKey, cache *atomic.Pointer[found]) *entry {
+// saves hashing the key and comparing Wires on every call.
+func (r *registry) lookupCached(k regKey, w transport.Wire, cache *atomic.Pointer[found]) *entry {
 	m := r.m.Load()
 	f := cache.Load()
 	if f == nil || f.in != m {
 		var e *entry
 		if m != nil {
-			e = (*m)[k]
+			if e = (*m)[k]; e != nil && !e.wire.Accepts(w) {
+				e = nil
+			}
 		}
 		f = &found{in: m, e: e}
 		cache.Store(f)
@@ -87,7 +108,7 @@ func (r *registry) lookupCached(k regKey, cache *atomic.Pointer[found]) *entry {
 // (localhost:P, say) taken by another live listener is left to it.
 func (r *registry) add(l transport.Listener, srv *Server) (remove func()) {
 	keys := serverKeys(l.Addr())
-	e := &entry{srv: srv}
+	e := &entry{srv: srv, wire: wireOf(l)}
 	if fl, ok := l.(transport.FrameLimiter); ok {
 		e.limit = fl.MaxFrameSize()
 	}

@@ -136,12 +136,22 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 func (call *serverCall) run() {
 	c := call.conn
 	defer c.srv.gate.leave()
-	e := c.srv.invoke(call, call.meth, call.args, call.reply)
-	c.mu.Lock()
-	delete(c.calls, call.seq)
-	c.mu.Unlock()
-	call.cancel(context.Canceled)
-	c.reply(call.seqText, call.name, call.cdc, call.reply, e)
+	var e *Error
+	returned := false
+	// Deferred, so that a handler that ends its goroutine (runtime.Goexit,
+	// as t.FailNow does) still gets its caller an answer.
+	defer func() {
+		if !returned {
+			e = goexitError(call.name)
+		}
+		c.mu.Lock()
+		delete(c.calls, call.seq)
+		c.mu.Unlock()
+		call.cancel(context.Canceled)
+		c.reply(call.seqText, call.name, call.cdc, call.reply, e)
+	}()
+	e = c.srv.invoke(call, call.meth, call.args, call.reply)
+	returned = true
 }
 
 func (c *serverConn) cancel(seq uint64) {

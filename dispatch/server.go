@@ -30,6 +30,8 @@ type Server struct {
 	// stopped is set when the Server stops without waiting (Close, or a
 	// Shutdown whose context ended): calls in flight lose their callers.
 	stopped  atomic.Bool
+	stopping chan struct{} // closed when stopped is set
+	stopOnce sync.Once
 	watching watchers // shortcut handler contexts to end then
 
 	mu        sync.Mutex
@@ -64,6 +66,7 @@ func NewServer(opts ...ServerOption) *Server {
 		conns:     make(map[*serverConn]struct{}),
 		tasks:     make(chan task),
 		quit:      make(chan struct{}),
+		stopping:  make(chan struct{}),
 	}
 	s.routes.Store(&routes{methods: map[string]*method{}, services: map[string]bool{}})
 	return s
@@ -140,6 +143,12 @@ func (s *Server) invoke(ctx context.Context, m *method, args, reply any) (e *Err
 		}
 	}()
 	return toError(m.handler(ctx, args, reply))
+}
+
+// goexitError is what a caller gets when the handler of name ended its
+// goroutine (runtime.Goexit) instead of returning.
+func goexitError(name string) *Error {
+	return &Error{Code: CodeInternal, Message: "dispatch: handler of " + name + " ended its goroutine (runtime.Goexit)"}
 }
 
 // codecFor returns the codec a request's Content-Type names.
@@ -342,6 +351,7 @@ func (s *Server) Close() error {
 // connections fails those on the network.
 func (s *Server) stop() {
 	s.stopped.Store(true)
+	s.stopOnce.Do(func() { close(s.stopping) })
 	s.watching.cancelAll()
 }
 

@@ -39,10 +39,12 @@ type foreignKey struct{}
 type Arith struct {
 	started  chan struct{} // Block signals here when it starts
 	canceled chan error    // Block reports what ended its context
+	// blindStarted: SleepBlind signals here when it starts.
+	blindStarted chan struct{}
 }
 
 func newArith() *Arith {
-	return &Arith{started: make(chan struct{}, 1), canceled: make(chan error, 1)}
+	return &Arith{started: make(chan struct{}, 1), canceled: make(chan error, 1), blindStarted: make(chan struct{}, 1)}
 }
 
 func (t *Arith) Multiply(args Args, reply *int) error {
@@ -88,6 +90,18 @@ func (t *Arith) Sleep(ctx context.Context, args Args, reply *int) error {
 	}
 }
 
+// SleepBlind sleeps args.A milliseconds and never looks at a context, as
+// a handler ported from net/rpc does. It signals blindStarted first.
+func (t *Arith) SleepBlind(args Args, reply *int) error {
+	select {
+	case t.blindStarted <- struct{}{}:
+	default:
+	}
+	time.Sleep(time.Duration(args.A) * time.Millisecond)
+	*reply = 1
+	return nil
+}
+
 // Block waits until its context ends and reports why.
 func (t *Arith) Block(ctx context.Context, args Args, reply *int) error {
 	t.started <- struct{}{}
@@ -115,6 +129,67 @@ func (t *Arith) EchoBlob(args *Blob, reply *Blob) error {
 	return nil
 }
 
+// SlowEcho copies args.Data to the reply after args.Delay milliseconds,
+// never looking at its context: a borrowing handler still running when its
+// caller has gone.
+func (t *Arith) SlowEcho(args *Delayed, reply *Blob) error {
+	time.Sleep(time.Duration(args.Delay) * time.Millisecond)
+	reply.Data = append(reply.Data[:0], args.Data...)
+	return nil
+}
+
+type Delayed struct {
+	Delay int
+	Data  []byte
+}
+
+// Keeper is a service written as net/rpc allows and as Borrows forbids: it
+// keeps what it is given and hands out its own state. Registered without
+// Borrows, it is correct on every path.
+type Keeper struct {
+	mu   sync.Mutex
+	kept map[string]string // the last Keep's Tags, as given
+	own  map[string]string // its own state, which State returns
+}
+
+type Tagged struct {
+	Name string
+	Tags map[string]string
+}
+
+func newStateKeeper() *Keeper { return &Keeper{own: map[string]string{"mine": "yes"}} }
+
+// Keep keeps args.Tags.
+func (k *Keeper) Keep(args Tagged, reply *int) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.kept = args.Tags
+	*reply = len(args.Tags)
+	return nil
+}
+
+// State returns the keeper's own map.
+func (k *Keeper) State(args Args, reply *Tagged) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	reply.Name = "state"
+	reply.Tags = k.own
+	return nil
+}
+
+// Len returns the length of args.Data.
+func (k *Keeper) Len(args Blob, reply *int) error {
+	*reply = len(args.Data)
+	return nil
+}
+
+// snapshot returns what the keeper holds, as text.
+func (k *Keeper) snapshot() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return fmt.Sprintf("kept=%v own=%v", k.kept, k.own)
+}
+
 // recorder is an interceptor that logs what it sees.
 type recorder struct {
 	mu  sync.Mutex
@@ -135,6 +210,8 @@ func deref(v any) any {
 	case *Args:
 		return *v
 	case *Blob:
+		return len(v.Data)
+	case *Delayed:
 		return len(v.Data)
 	case *[]byte:
 		return len(*v)

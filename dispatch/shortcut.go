@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
@@ -32,8 +33,10 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 		return ctxError(ctx), true
 	}
 	if c.opts.shortcut == ShortcutDirect {
-		if err, ok := c.direct(ctx, srv, name, args, reply); ok {
-			return c.finish(ctx, srv, reply, err), true
+		if m, _ := c.method(srv, name); m != nil && m.borrows {
+			if err, ok := c.direct(ctx, srv, m, args, reply); ok {
+				return c.finish(ctx, srv, reply, err), true
+			}
 		}
 	}
 	return c.finish(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply)), true
@@ -85,7 +88,8 @@ func (c *Client) handlerCtx(ctx context.Context, srv *Server, m *method) (contex
 
 // invoke runs the call through the Server's chain with the handler's
 // context, and ends that context when the call returns, as the network
-// does once the reply is sent.
+// does once the reply is sent. It runs the handler on the caller's
+// goroutine, for calls whose context cannot end.
 func (c *Client) invoke(ctx context.Context, srv *Server, m *method, args, reply any) *Error {
 	hctx, sc := c.handlerCtx(ctx, srv, m)
 	e := srv.invoke(hctx, m, args, reply)
@@ -95,15 +99,54 @@ func (c *Client) invoke(ctx context.Context, srv *Server, m *method, args, reply
 	return e
 }
 
-// direct runs the call with the caller's own values. It reports false when
-// the caller's types are not the handler's: the call then runs in copy mode,
-// which decodes exactly as the network would. Nothing is encoded, so the
-// checks of encoding and of frame sizes do not apply.
-func (c *Client) direct(ctx context.Context, srv *Server, name string, args, reply any) (error, bool) {
-	m, e := c.method(srv, name)
-	if e != nil {
-		return e, true
+// run runs the call with the handler's own values a and r, and reports
+// whether the handler returned (false: the caller stopped waiting first; the
+// caller's error is then finish's to choose). When ctx can end, the handler
+// runs on one of the Server's workers while the caller waits for it, for
+// ctx, or for the Client or the Server to stop, so that Call returns then,
+// as it does on the network; the handler's context ends at that moment too,
+// and the handler goes on with values the caller never sees again.
+func (c *Client) run(ctx context.Context, srv *Server, m *method, a, r any) (*Error, bool) {
+	if ctx.Done() == nil {
+		return c.invoke(ctx, srv, m, a, r), true
 	}
+	d := detachedCalls.Get().(*detachedCall)
+	hctx, hsc := c.handlerCtx(ctx, srv, m)
+	d.srv, d.m, d.ctx, d.sctx, d.a, d.r = srv, m, hctx, hsc, a, r
+	srv.gate.join() // for the handler, which may outlive this call
+	srv.work(d)
+	var why error
+	select {
+	case <-d.done:
+	case <-ctx.Done():
+		why = ctx.Err()
+	case <-c.life.Done():
+		why = context.Canceled
+	case <-srv.stopping:
+		why = context.Canceled
+	}
+	if why != nil {
+		if d.state.CompareAndSwap(detachedRunning, detachedAbandoned) {
+			// From here on the worker owns d and frees it.
+			if hsc != nil {
+				hsc.cancel(why)
+			}
+			return nil, false
+		}
+		<-d.done // the handler returned meanwhile: take its answer
+	}
+	e := d.e
+	d.release()
+	return e, true
+}
+
+// direct runs a call of m, a method that borrows (Borrows), with the
+// caller's own values. It reports false when the caller's types are not the
+// handler's, or when the call may return before the handler and its
+// arguments cannot be deep-copied: the call then runs in copy mode, which
+// decodes exactly as the network would. Nothing is encoded, so the checks of
+// encoding and of frame sizes do not apply.
+func (c *Client) direct(ctx context.Context, srv *Server, m *method, args, reply any) (error, bool) {
 	if c.ctype != codec.Msgpack.Name() { // every Server reads msgpack
 		if _, e := srv.codecFor(c.ctype); e != nil {
 			return e, true
@@ -113,7 +156,26 @@ func (c *Client) direct(ctx context.Context, srv *Server, name string, args, rep
 	if !ok || !m.zeroReply(reply) {
 		return nil, false
 	}
-	return errOf(c.invoke(ctx, srv, m, a, reply)), true
+	if ctx.Done() == nil {
+		// The call cannot end before the handler returns: lend it the
+		// caller's values.
+		return errOf(c.invoke(ctx, srv, m, a, reply)), true
+	}
+	if m.copyArgs == nil {
+		return nil, false
+	}
+	ha, hr := m.newPair()
+	if m.copyArgs(ha, a) != nil {
+		return nil, false // an interface holding what cannot be copied
+	}
+	e, returned := c.run(ctx, srv, m, ha, hr)
+	if !returned {
+		return ErrShutdown, true // finish puts ctx's error first
+	}
+	if e == nil {
+		m.moveReply(reply, hr)
+	}
+	return errOf(e), true
 }
 
 var buffers = sync.Pool{New: func() any { return new([]byte) }}
@@ -159,7 +221,11 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	if e := decodeArgs(cdc, m, body, a); e != nil {
 		return e
 	}
-	if e := c.invoke(ctx, srv, m, a, r); e != nil {
+	e, returned := c.run(ctx, srv, m, a, r)
+	if !returned {
+		return ErrShutdown // finish puts ctx's error first
+	}
+	if e != nil {
 		return e
 	}
 	body, err = appendMarshal(cdc, body[:0], r)
@@ -199,4 +265,64 @@ func (c *Client) sizes(ctx context.Context, ent *entry, name string, body []byte
 		headers += len(metadataPrefix) + len(k) + len(v) + 2*4
 	}
 	return frameSizes{server: server, near: len(body)+headers >= min(server, c.limit)}
+}
+
+// detachedCall is a shortcut call whose handler runs on a Server worker
+// while the caller waits, so that the caller can stop waiting when its
+// context ends (Client.run). Pooled: a call costs no channel.
+type detachedCall struct {
+	srv  *Server
+	m    *method
+	ctx  context.Context // the handler's
+	sctx *shortcutCtx    // the handler's context, when it has its own
+	a, r any
+	e    *Error
+
+	// state says who owns the call once the handler returns: the caller,
+	// while it waits (detachedRunning, then detachedReturned), or the
+	// worker, once the caller has gone (detachedAbandoned).
+	state atomic.Int32
+	done  chan struct{}
+}
+
+const (
+	detachedRunning int32 = iota
+	detachedReturned
+	detachedAbandoned
+)
+
+var detachedCalls = sync.Pool{New: func() any { return &detachedCall{done: make(chan struct{}, 1)} }}
+
+// run is the worker's part: the handler, then the answer to the caller,
+// or, if the caller has gone, the clean-up.
+func (d *detachedCall) run() {
+	srv := d.srv
+	returned := false
+	// Deferred, so that a handler that ends its goroutine (runtime.Goexit,
+	// as t.FailNow does) still answers its caller and leaves the gate.
+	defer func() {
+		if !returned {
+			d.e = goexitError(d.m.name)
+		}
+		if d.sctx != nil {
+			d.sctx.finish()
+		}
+		// Answer before leaving the gate: a Shutdown that finds the gate
+		// idle then stops the Server, and a caller that saw that first
+		// would take a finished call for an abandoned one.
+		if d.state.CompareAndSwap(detachedRunning, detachedReturned) {
+			d.done <- struct{}{} // d is the caller's from here on
+			srv.gate.leave()
+			return
+		}
+		srv.gate.leave()
+		d.release()
+	}()
+	d.e = srv.invoke(d.ctx, d.m, d.a, d.r)
+	returned = true
+}
+
+func (d *detachedCall) release() {
+	*d = detachedCall{done: d.done}
+	detachedCalls.Put(d)
 }

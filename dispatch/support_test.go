@@ -203,6 +203,14 @@ func (l *lingeringListener) Closed() bool {
 	return ok && cr.Closed()
 }
 
+// Wire passes on what the inner listener speaks, as a wrapper should.
+func (l *lingeringListener) Wire() transport.Wire {
+	if wr, ok := l.Listener.(transport.WireReporter); ok {
+		return wr.Wire()
+	}
+	return transport.Wire{}
+}
+
 func (l *lingeringListener) Accept() (transport.Socket, error) {
 	s, err := l.Listener.Accept()
 	if err != nil {

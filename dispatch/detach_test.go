@@ -1,0 +1,65 @@
+package dispatch_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport/dispatch"
+)
+
+// Closing the Client, or the Server, fails a call in flight at once on every
+// path, whatever its handler is doing — provided the call's context can end
+// (on the shortcut, a call whose context cannot end runs its handler on the
+// caller's goroutine).
+func TestCloseFailsCallsInFlightAtOnce(t *testing.T) {
+	for _, p := range paths {
+		for _, closing := range []string{"Client", "Server"} {
+			t.Run(p.name+"/"+closing, func(t *testing.T) {
+				e := p.setup(t)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				start := time.Now()
+				errc := callAsync(e.client, ctx, "Arith.SleepBlind", Args{A: 600}, new(int))
+				recv(t, e.arith.blindStarted, waitLong, "the handler")
+				if closing == "Client" {
+					require.NoError(t, e.client.Close())
+				} else {
+					go e.server.Close() // waits for its connections, not its handlers
+				}
+				err := recv(t, errc, waitLong, "the call")
+				assert.Less(t, time.Since(start), 400*time.Millisecond, "the call waited for its handler")
+				assert.ErrorIs(t, err, dispatch.ErrShutdown)
+				assert.True(t, isConnFailure(err), "%v", err)
+				time.Sleep(time.Until(start.Add(700 * time.Millisecond))) // the handler ends, before the leak check
+			})
+		}
+	}
+}
+
+// A handler that ends its goroutine (runtime.Goexit, as t.FailNow does)
+// instead of returning still gets its caller an answer, on the network and
+// on the shortcut when the call's context can end (with one that cannot,
+// the handler runs on the caller's goroutine, which it then ends), and
+// Shutdown still finds the Server idle.
+func TestHandlerGoexit(t *testing.T) {
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t)
+			require.NoError(t, dispatch.Handle(e.server, "Exit.Now", func(ctx context.Context, _ *struct{}, _ *int) error {
+				runtime.Goexit()
+				return nil
+			}))
+			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+			defer cancel()
+			err := e.client.Call(ctx, "Exit.Now", nil, new(int))
+			assert.Equal(t, dispatch.CodeInternal, codeOf(err))
+			assert.EqualError(t, err, "dispatch: handler of Exit.Now ended its goroutine (runtime.Goexit)")
+			require.NoError(t, e.server.Shutdown(ctx))
+		})
+	}
+}

@@ -1,0 +1,75 @@
+package dispatch_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/tcp"
+)
+
+// Borrows with names marks exactly those methods; a name that is not a
+// method being registered is an error, and nothing is registered.
+func TestBorrowsNamesMethods(t *testing.T) {
+	srv := dispatch.NewServer()
+	err := srv.Register(newArith(), dispatch.Borrows("Multiply", "Nope"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Borrows names Nope, not a method of Arith")
+	err = dispatch.Handle(srv, "Gen.Add", func(context.Context, *Args, *int) error { return nil }, dispatch.Borrows("Sub"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Borrows names Sub")
+	assert.Error(t, srv.Register(newArith(), nil), "a nil option")
+
+	// Only Multiply borrows: a direct caller lends its args to it alone.
+	require.NoError(t, srv.Register(newArith(), dispatch.Borrows("Multiply")))
+	lent := make(chan *Args, 2)
+	require.NoError(t, srv.Register(&Probe{lent: lent}, dispatch.Borrows("Lend")))
+	e := shortcutOn(t, srv, dispatch.ShortcutDirect)
+	args := &Args{2, 3}
+	require.NoError(t, e.Call(context.Background(), "Probe.Lend", args, new(int)))
+	assert.Same(t, args, <-lent)
+	require.NoError(t, e.Call(context.Background(), "Probe.Copy", args, new(int)))
+	assert.NotSame(t, args, <-lent, "a method not named by Borrows got the caller's pointer")
+}
+
+// Probe reports the args pointer each method receives.
+type Probe struct{ lent chan *Args }
+
+func (p *Probe) Lend(args *Args, reply *int) error { p.lent <- args; return nil }
+func (p *Probe) Copy(args *Args, reply *int) error { p.lent <- args; return nil }
+
+// shortcutOn serves srv on a tcp listener and returns a shortcut Client of it
+// in mode that never dials.
+func shortcutOn(t *testing.T, srv *dispatch.Server, mode dispatch.ShortcutMode) *dispatch.Client {
+	tr := &countingTransport{Transport: tcp.New()}
+	addr := serve(t, srv, tr, "127.0.0.1:0")
+	c, err := dispatch.Dial(context.Background(), tr, addr, dispatch.WithShortcut(mode))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c.Close()
+		assert.Zero(t, tr.dials.Load())
+	})
+	return c
+}
+
+// Opaque hides a slice in an unexported field, which neither the codec nor
+// a deep copy by reflection can reach.
+type Opaque struct {
+	hidden []int //lint:ignore U1000 it is there to be unreachable
+}
+
+// Borrows refuses arguments that cannot be deep-copied: a direct call would
+// lend them when its context cannot end and have to encode them (losing the
+// hidden field) when it can, and the handler would see the difference.
+func TestBorrowsRefusesUncopyableArgs(t *testing.T) {
+	srv := dispatch.NewServer()
+	fn := func(context.Context, *Opaque, *int) error { return nil }
+	err := dispatch.Handle(srv, "Op.Do", fn, dispatch.Borrows())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "dispatch: Borrows: the arguments of Op.Do cannot be deep-copied")
+	assert.Contains(t, err.Error(), "hidden")
+	require.NoError(t, dispatch.Handle(srv, "Op.Do", fn), "without Borrows it is an ordinary method")
+}
