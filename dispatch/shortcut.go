@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"maps"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -115,17 +116,7 @@ func (c *Client) run(ctx context.Context, srv *Server, m *method, a, r any) (*Er
 	d.srv, d.m, d.ctx, d.sctx, d.a, d.r = srv, m, hctx, hsc, a, r
 	srv.gate.join() // for the handler, which may outlive this call
 	srv.work(d)
-	var why error
-	select {
-	case <-d.done:
-	case <-ctx.Done():
-		why = ctx.Err()
-	case <-c.life.Done():
-		why = context.Canceled
-	case <-srv.stopping:
-		why = context.Canceled
-	}
-	if why != nil {
+	if why := d.wait(ctx, c.life.Done(), srv.stopping); why != nil {
 		if d.state.CompareAndSwap(detachedRunning, detachedAbandoned) {
 			// From here on the worker owns d and frees it.
 			if hsc != nil {
@@ -320,6 +311,36 @@ func (d *detachedCall) run() {
 	}()
 	d.e = srv.invoke(d.ctx, d.m, d.a, d.r)
 	returned = true
+}
+
+// wait returns nil when d's handler has returned, or why the caller stops
+// waiting first: ctx ended, or life or stopping (the Client's and the
+// Server's) closed.
+//
+// It yields once before it parks. Server.work has just made the worker
+// runnable next on this P, so a handler that does not block has usually
+// returned by the time the caller runs again, and the caller need not park
+// and be woken — which, with another P idle, costs a futex wake on each
+// side. This serves BenchmarkCallDeadline (bench: zerodial-*-deadline),
+// where it halves the cost of the hand-off; TestDetachedWait tests both ways
+// through.
+func (d *detachedCall) wait(ctx context.Context, life, stopping <-chan struct{}) error {
+	runtime.Gosched()
+	select {
+	case <-d.done:
+		return nil
+	default:
+	}
+	select {
+	case <-d.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-life:
+		return context.Canceled
+	case <-stopping:
+		return context.Canceled
+	}
 }
 
 func (d *detachedCall) release() {
