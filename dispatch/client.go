@@ -66,6 +66,12 @@ func (c *Client) unwatch(x *shortcutCtx) { c.watching.remove(x) }
 // Dial connects now, so that an address nobody serves fails here, as with
 // net/rpc. A connection that fails later is dialled again by the next call.
 func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...ClientOption) (*Client, error) {
+	if ctx == nil {
+		panic("dispatch: nil Context")
+	}
+	if tr == nil {
+		return nil, errors.New("dispatch: Dial with a nil Transport")
+	}
 	o := clientOptions{codec: codec.Msgpack}
 	for _, opt := range opts {
 		if opt != nil {
@@ -188,8 +194,11 @@ func (c *Client) Close() error {
 // first and left zero on error. A handler's error is an *Error; a failure of
 // the connection is not (see ErrShutdown). When ctx ends first, Call
 // returns an *Error matching ctx.Err(), and the handler's context is
-// cancelled.
+// cancelled. A nil ctx panics, as it does in net/http.
 func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any) error {
+	if ctx == nil {
+		panic("dispatch: nil Context") // as net/http's NewRequestWithContext does
+	}
 	if err := checkReply(reply); err != nil {
 		return err
 	}
@@ -243,6 +252,9 @@ type Call struct {
 // panics on an unbuffered one, and drops a Call that finds done full, as
 // net/rpc does.
 func (c *Client) Go(ctx context.Context, serviceMethod string, args, reply any, done chan *Call) *Call {
+	if ctx == nil {
+		panic("dispatch: nil Context")
+	}
 	if done == nil {
 		done = make(chan *Call, 1)
 	} else if cap(done) == 0 {

@@ -8,27 +8,62 @@ import (
 
 // Code classifies an Error. It travels on the wire as text (WIRE.md), so a
 // handler may use codes of its own beside these.
+//
+// Retrying: a caller may retry a call that failed with CodeUnavailable
+// without more thought — the call was refused before its handler ran
+// (the server was shutting down), or the server is momentarily unable to
+// serve. CodeResourceExhausted may be retried after a pause (dispatch uses
+// it for a connection with too many calls in flight). CodeAborted may be
+// retried at a higher level (the whole read-modify-write). Any other code
+// says something a retry of the same call will not change, or (CodeUnknown,
+// CodeInternal, CodeDeadlineExceeded, CodeCanceled) that the call may have
+// taken effect: retry those only if the method is idempotent.
 type Code string
 
-// Codes set by dispatch itself.
+// The well-known codes, as gRPC and Connect name them. dispatch sets some
+// itself (said below); a handler chooses any by returning an *Error.
 const (
 	// CodeUnknown is the code of a handler error that carries none.
 	CodeUnknown Code = ""
-	// CodeNotFound: the service or method does not exist.
-	CodeNotFound Code = "not_found"
-	// CodeInvalidArgument: an ill-formed method name, or arguments that
-	// cannot be decoded.
-	CodeInvalidArgument Code = "invalid_argument"
-	// CodeInternal: the handler panicked, or its reply could not be encoded.
-	CodeInternal Code = "internal"
-	// CodeDeadlineExceeded: the caller's deadline passed. Such errors match
-	// context.DeadlineExceeded.
-	CodeDeadlineExceeded Code = "deadline_exceeded"
 	// CodeCanceled: the caller's context was cancelled. Such errors match
 	// context.Canceled.
 	CodeCanceled Code = "canceled"
-	// CodeUnavailable: the server is shutting down.
+	// CodeInvalidArgument: an ill-formed method name, or arguments that
+	// cannot be decoded.
+	CodeInvalidArgument Code = "invalid_argument"
+	// CodeDeadlineExceeded: the caller's deadline passed. Such errors match
+	// context.DeadlineExceeded.
+	CodeDeadlineExceeded Code = "deadline_exceeded"
+	// CodeNotFound: the service or method does not exist (or, from a
+	// handler, what the call names does not).
+	CodeNotFound Code = "not_found"
+	// CodeAlreadyExists: what the call would create exists already.
+	CodeAlreadyExists Code = "already_exists"
+	// CodePermissionDenied: the caller may not do this.
+	CodePermissionDenied Code = "permission_denied"
+	// CodeResourceExhausted: a limit was reached; dispatch uses it when a
+	// connection has as many calls in flight as the server allows
+	// (WithMaxCallsPerConn).
+	CodeResourceExhausted Code = "resource_exhausted"
+	// CodeFailedPrecondition: the system is not in the state the call needs.
+	CodeFailedPrecondition Code = "failed_precondition"
+	// CodeAborted: the call was aborted, typically by a concurrency conflict.
+	CodeAborted Code = "aborted"
+	// CodeOutOfRange: the call went past a valid range.
+	CodeOutOfRange Code = "out_of_range"
+	// CodeUnimplemented: the method exists but is not implemented.
+	CodeUnimplemented Code = "unimplemented"
+	// CodeInternal: an invariant broke — dispatch uses it when the handler
+	// panicked or ended its goroutine, or its reply could not be encoded or
+	// is too large.
+	CodeInternal Code = "internal"
+	// CodeUnavailable: the service cannot serve now; dispatch uses it when
+	// the server is shutting down. Safe to retry.
 	CodeUnavailable Code = "unavailable"
+	// CodeDataLoss: data was lost or corrupted.
+	CodeDataLoss Code = "data_loss"
+	// CodeUnauthenticated: the caller's identity could not be established.
+	CodeUnauthenticated Code = "unauthenticated"
 )
 
 // Error is an error produced by a call: by the handler or by the server on
@@ -45,14 +80,19 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 
 // Is makes errors.Is(err, context.DeadlineExceeded) and
-// errors.Is(err, context.Canceled) hold for errors of those codes, on every
-// path.
+// errors.Is(err, context.Canceled) hold for errors of those codes, and
+// errors.Is(err, target) hold for any *Error target with the same Code and
+// Message — so a service can export sentinel errors that its callers test
+// for on every path, though only their code and text cross the network.
 func (e *Error) Is(target error) bool {
 	switch target {
 	case context.DeadlineExceeded:
 		return e.Code == CodeDeadlineExceeded
 	case context.Canceled:
 		return e.Code == CodeCanceled
+	}
+	if t, ok := target.(*Error); ok && t != nil {
+		return e.Code == t.Code && e.Message == t.Message
 	}
 	return false
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // TestMaxCallsPerConn: a connection with its limit of calls in flight gets
-// the next one answered at once with CodeUnavailable; once calls finish,
+// the next one answered at once with CodeResourceExhausted; once calls finish,
 // new ones run again.
 func TestMaxCallsPerConn(t *testing.T) {
 	release := make(chan struct{})
@@ -46,7 +46,7 @@ func TestMaxCallsPerConn(t *testing.T) {
 	err = c.Call(context.Background(), "Slow.Wait", 7, &r)
 	var de *dispatch.Error
 	require.True(t, errors.As(err, &de), "%v", err)
-	assert.Equal(t, dispatch.CodeUnavailable, de.Code)
+	assert.Equal(t, dispatch.CodeResourceExhausted, de.Code)
 	assert.Contains(t, de.Message, "too many calls in flight")
 
 	close(release)

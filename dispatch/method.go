@@ -144,25 +144,39 @@ func Handle[A, R any](srv *Server, name string, fn func(ctx context.Context, arg
 	return srv.add(m)
 }
 
+// methodShape is the shape Register looks for, for its error messages.
+const methodShape = "func (t *T) M([ctx context.Context,] args A, reply *R) error"
+
 // reflectMethod builds a method from a receiver's method of net/rpc's shape
 // (args A or *A, reply *R, returning error), optionally taking a
-// context.Context first. It returns nil for methods of any other shape.
-func reflectMethod(service string, rcvr reflect.Value, m reflect.Method) *method {
+// context.Context first. For an exported method of any other shape it
+// returns nil and why; for an unexported one, nil and "".
+func reflectMethod(service string, rcvr reflect.Value, m reflect.Method) (*method, string) {
 	if !m.IsExported() {
-		return nil
+		return nil, ""
 	}
 	t := m.Type
 	withCtx := t.NumIn() == 4 && t.In(1) == typeOfContext
-	if !(t.NumIn() == 3 || withCtx) || t.NumOut() != 1 || t.Out(0) != typeOfError {
-		return nil
+	switch {
+	case !(t.NumIn() == 3 || withCtx):
+		return nil, fmt.Sprintf("takes %d arguments; needs args and reply, optionally after a context.Context", t.NumIn()-1)
+	case t.NumOut() != 1:
+		return nil, fmt.Sprintf("returns %d values; needs exactly one, an error", t.NumOut())
+	case t.Out(0) != typeOfError:
+		return nil, fmt.Sprintf("returns %s, not error", t.Out(0))
 	}
 	first := 1
 	if withCtx {
 		first = 2
 	}
 	argT, replyT := t.In(first), t.In(first+1)
-	if replyT.Kind() != reflect.Pointer || !exportedOrBuiltin(argT) || !exportedOrBuiltin(replyT) {
-		return nil
+	switch {
+	case replyT.Kind() != reflect.Pointer:
+		return nil, fmt.Sprintf("reply type %s is not a pointer", replyT)
+	case !exportedOrBuiltin(argT):
+		return nil, fmt.Sprintf("argument type %s is not exported", argT)
+	case !exportedOrBuiltin(replyT):
+		return nil, fmt.Sprintf("reply type %s is not exported", replyT)
 	}
 	argsPtr := argT.Kind() == reflect.Pointer
 	a := argT
@@ -227,7 +241,7 @@ func reflectMethod(service string, rcvr reflect.Value, m reflect.Method) *method
 		moveReply: func(dst, src any) {
 			reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
 		},
-	}
+	}, ""
 }
 
 func exportedOrBuiltin(t reflect.Type) bool {
@@ -264,23 +278,32 @@ func (s *Server) register(rcvr any, name string, useName bool, opts []RegisterOp
 	if !useName {
 		name = reflect.Indirect(v).Type().Name()
 	}
-	if name == "" {
-		return fmt.Errorf("dispatch: no service name for type %s", v.Type())
-	}
-	if !useName && !token.IsExported(name) {
-		return fmt.Errorf("dispatch: type %s is not exported", name)
+	if name == "" || (!useName && !token.IsExported(name)) {
+		return fmt.Errorf("dispatch: Register of a %s: a service is a value of a named, exported type "+
+			"with methods of the form %s (or use RegisterName)", v.Type(), methodShape)
 	}
 	if strings.Contains(name, ".") {
 		return fmt.Errorf("dispatch: service name %q contains a dot", name)
 	}
 	var ms []*method
 	for i := range v.Type().NumMethod() {
-		if m := reflectMethod(name, v, v.Type().Method(i)); m != nil {
+		mt := v.Type().Method(i)
+		m, why := reflectMethod(name, v, mt)
+		if m != nil {
 			ms = append(ms, m)
+		} else if why != "" {
+			// As net/rpc reports them; once, at registration.
+			s.opts.logger.Warn("dispatch: Register: method ignored", "method", name+"."+mt.Name, "why", why)
 		}
 	}
 	if len(ms) == 0 {
-		return fmt.Errorf("dispatch: type %s has no methods of a suitable shape (func (t *T) M([ctx context.Context,] args A, reply *R) error)", v.Type())
+		hint := ""
+		if v.Kind() != reflect.Pointer {
+			if n := reflect.PointerTo(v.Type()).NumMethod(); n > v.Type().NumMethod() {
+				hint = "; its methods are on *" + v.Type().String() + ": pass a pointer to a value of that type"
+			}
+		}
+		return fmt.Errorf("dispatch: type %s has no methods of the form %s%s", v.Type(), methodShape, hint)
 	}
 	shorts := make([]string, len(ms))
 	for i, m := range ms {

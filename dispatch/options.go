@@ -21,7 +21,8 @@ type serverOptions struct {
 const DefaultMaxCallsPerConn = 4096
 
 // WithMaxCallsPerConn bounds the calls one network connection may have in
-// flight at once; a call beyond it is answered at once with CodeUnavailable.
+// flight at once; a call beyond it is answered at once with
+// CodeResourceExhausted.
 // Each call holds a goroutine and its decoded arguments, so without a bound
 // one peer could make the server hold as many as it cares to send. The
 // shortcut, which no remote peer drives, has no such bound. Values below 1

@@ -94,6 +94,15 @@ var parityCases = []parityCase{
 		assert.Equal(t, "{X:0 S: List:[]}", o.Reply, "a failed call leaves the reply zero")
 	}},
 	{"handler error with code", call("Arith.FailCode", Args{}, new(int)), wantErr("custom", "arith: custom failure")},
+	{"a sentinel error crosses", func(t *testing.T, e *env) outcome {
+		err := e.client.Call(context.Background(), "Arith.Sentinel", Args{}, new(int))
+		o := observe(e, nil, err)
+		o.Extra = fmt.Sprintf("errors.Is: %v", errors.Is(err, errNoFunds))
+		return o
+	}, func(t *testing.T, o outcome) {
+		wantErr(dispatch.CodeFailedPrecondition, "bank: insufficient funds")(t, o)
+		assert.Equal(t, "errors.Is: true", o.Extra)
+	}},
 	{"handler panic", call("Arith.Panic", Args{}, new(int)), wantErr(dispatch.CodeInternal, "dispatch: panic in Arith.Panic: kaboom")},
 	{"unknown service", call("Nope.Multiply", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find service Nope.Multiply")},
 	{"unknown method", call("Arith.Nope", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find method Arith.Nope")},

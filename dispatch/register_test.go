@@ -2,12 +2,15 @@ package dispatch_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/memory"
 	"github.com/zerodial/transport/tcp"
 )
 
@@ -73,3 +76,62 @@ func TestBorrowsRefusesUncopyableArgs(t *testing.T) {
 	assert.Contains(t, err.Error(), "hidden")
 	require.NoError(t, dispatch.Handle(srv, "Op.Do", fn), "without Borrows it is an ordinary method")
 }
+
+// Misuse gets a clear answer, never a silent second accept loop or a
+// nil-pointer dereference.
+func TestMisuseIsReported(t *testing.T) {
+	t.Run("Register of a value that is not a service", func(t *testing.T) {
+		err := dispatch.NewServer().Register(42)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "Register of a int: a service is a value of a named, exported type")
+	})
+	t.Run("methods on the pointer type", func(t *testing.T) {
+		err := dispatch.NewServer().Register(Arith{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "pass a pointer to a value of that type")
+	})
+	t.Run("methods of the wrong shape are logged", func(t *testing.T) {
+		var log strings.Builder
+		srv := dispatch.NewServer(dispatch.WithServerLogger(slog.New(slog.NewTextHandler(&log, nil))))
+		require.NoError(t, srv.Register(new(Mixed)))
+		assert.Contains(t, log.String(), "method=Mixed.TwoResults")
+		assert.Contains(t, log.String(), `why="returns 2 values; needs exactly one, an error"`)
+		assert.Contains(t, log.String(), "method=Mixed.ValueReply")
+		assert.NotContains(t, log.String(), "Mixed.Good")
+	})
+	t.Run("Start twice on one listener", func(t *testing.T) {
+		srv := dispatch.NewServer()
+		defer srv.Close()
+		l, err := memory.New().Listen("")
+		require.NoError(t, err)
+		require.NoError(t, srv.Start(l))
+		err = srv.Start(l)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "already serving the listener")
+		assert.ErrorContains(t, srv.Serve(l), "already serving the listener")
+	})
+	t.Run("Register after Shutdown", func(t *testing.T) {
+		srv := dispatch.NewServer()
+		require.NoError(t, srv.Shutdown(context.Background()))
+		assert.ErrorIs(t, srv.Register(new(Mixed)), dispatch.ErrServerClosed)
+		assert.ErrorIs(t, dispatch.Handle(srv, "A.B", func(context.Context, *int, *int) error { return nil }), dispatch.ErrServerClosed)
+	})
+	t.Run("nil Context", func(t *testing.T) {
+		e := paths[0].setup(t)
+		assert.PanicsWithValue(t, "dispatch: nil Context", func() {
+			//lint:ignore SA1012 the misuse under test
+			_ = e.client.Call(nil, "Arith.Multiply", Args{}, new(int))
+		})
+		assert.PanicsWithValue(t, "dispatch: nil Context", func() {
+			//lint:ignore SA1012 the misuse under test
+			_, _ = dispatch.Dial(nil, e.tr, e.addr)
+		})
+	})
+}
+
+// Mixed has one method of net/rpc's shape and two of other shapes.
+type Mixed struct{}
+
+func (Mixed) Good(args Args, reply *int) error              { return nil }
+func (Mixed) TwoResults(args Args, reply *int) (int, error) { return 0, nil }
+func (Mixed) ValueReply(args Args, reply int) error         { return nil }

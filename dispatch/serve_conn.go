@@ -116,7 +116,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 	if _, dup := c.calls[seq]; dup {
 		refuse = &Error{Code: CodeInvalidArgument, Message: "dispatch: duplicate Seq " + seqText + " in flight"}
 	} else if len(c.calls) >= c.srv.opts.maxConnCalls {
-		refuse = &Error{Code: CodeUnavailable, Message: "dispatch: too many calls in flight on this connection (limit " +
+		refuse = &Error{Code: CodeResourceExhausted, Message: "dispatch: too many calls in flight on this connection (limit " +
 			strconv.Itoa(c.srv.opts.maxConnCalls) + ")"}
 	}
 	if refuse != nil {

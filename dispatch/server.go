@@ -83,6 +83,9 @@ type routes struct {
 func (s *Server) add(ms ...*method) error {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
+	if s.isClosed() {
+		return fmt.Errorf("dispatch: registering %s: %w", ms[0].name, ErrServerClosed)
+	}
 	old := s.routes.Load()
 	next := &routes{methods: maps.Clone(old.methods), services: maps.Clone(old.services)}
 	for _, m := range ms {
@@ -218,6 +221,10 @@ func (s *Server) begin(l transport.Listener) (stop func(), err error) {
 	if s.closed {
 		s.mu.Unlock()
 		return nil, ErrServerClosed
+	}
+	if _, dup := s.listeners[l]; dup {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("dispatch: already serving the listener at %s", l.Addr())
 	}
 	s.listeners[l] = struct{}{}
 	s.serving.Add(1)

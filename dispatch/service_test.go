@@ -75,6 +75,11 @@ func (t *Arith) FailCode(args Args, reply *int) error {
 	return fmt.Errorf("wrapped: %w", &dispatch.Error{Code: "custom", Message: "arith: custom failure"})
 }
 
+// errNoFunds is a sentinel error a service exports for its callers.
+var errNoFunds = &dispatch.Error{Code: dispatch.CodeFailedPrecondition, Message: "bank: insufficient funds"}
+
+func (t *Arith) Sentinel(args Args, reply *int) error { return fmt.Errorf("withdraw: %w", errNoFunds) }
+
 func (t *Arith) Panic(args Args, reply *int) error {
 	panic("kaboom")
 }
