@@ -93,6 +93,26 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 	return c, nil
 }
 
+// NewClient returns a Client that calls over sock, a Socket made some other
+// way: accepted from a Listener (a server calling back the peer that dialled
+// it, which serves on its end with Server.ServeSocket), or made by
+// tcp.NewSocket over a connection the program already has. The Client owns
+// sock, and Close closes it. It has no address to dial again: once sock
+// fails, its calls fail with ErrShutdown. WithShortcut has no effect on it.
+func NewClient(sock transport.Socket, opts ...ClientOption) *Client {
+	o := clientOptions{codec: codec.Msgpack}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	o.shortcut = ShortcutOff
+	c := &Client{addr: sock.RemoteAddr().String(), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize}
+	c.life, c.endLife = context.WithCancel(context.Background())
+	c.conn = newClientConn(sock, o.codec)
+	return c
+}
+
 // connect returns the live connection, dialling one if there is none. One
 // caller dials; the others wait for it, each no longer than its own context
 // allows, and none holds a lock meanwhile. Close ends a Dial under way.
@@ -107,6 +127,10 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 			conn := c.conn
 			c.mu.Unlock()
 			return conn, nil
+		}
+		if c.tr == nil { // NewClient's: nothing to dial
+			c.mu.Unlock()
+			return nil, ErrShutdown
 		}
 		d := c.dialing
 		if d == nil {
@@ -204,7 +228,7 @@ func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any
 	}
 	if c.opts.shortcut != ShortcutOff {
 		if e := shortcuts.lookupCached(c.key, c.wire, &c.found); e != nil {
-			if err, done := c.shortcut(ctx, e, serviceMethod, args, reply); done {
+			if done, err := c.shortcut(ctx, e, serviceMethod, args, reply); done {
 				return err
 			}
 		}

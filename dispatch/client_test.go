@@ -589,3 +589,39 @@ func TestGoFullDoneDropsCall(t *testing.T) {
 	assert.Same(t, sentinel, <-done, "the finished Call was dropped, not queued")
 	assert.Empty(t, done)
 }
+
+// A Client over a Socket made elsewhere (NewClient) calls over it, on every
+// network transport, and never dials: once the socket fails, calls fail
+// with ErrShutdown.
+func TestNewClient(t *testing.T) {
+	for _, tc := range transports {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := tc.make(t)
+			l, err := tr.Listen(tc.listen)
+			require.NoError(t, err)
+			defer l.Close()
+			srv := whoServer(t, "dialler")
+			sock, err := tr.Dial(context.Background(), l.Addr().String())
+			require.NoError(t, err)
+			served := make(chan struct{})
+			go func() {
+				srv.ServeSocket(sock)
+				close(served)
+			}()
+			accepted, err := l.Accept()
+			require.NoError(t, err)
+			c := dispatch.NewClient(accepted)
+			got, err := who(c)
+			require.NoError(t, err)
+			assert.Equal(t, "dialler", got)
+
+			sock.Close() // the serving end goes
+			recv(t, served, waitLong, "ServeSocket to return")
+			_, err = who(c)
+			assert.Equal(t, dispatch.ErrShutdown, err)
+			_, err = who(c)
+			assert.Equal(t, dispatch.ErrShutdown, err, "a NewClient never dials")
+			require.NoError(t, c.Close())
+		})
+	}
+}

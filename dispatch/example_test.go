@@ -145,3 +145,44 @@ func ExampleBorrows() {
 	// 5 lent the caller's args: true
 	// 5 lent the caller's args: false
 }
+
+// NewClient calls over a Socket made some other way — here, one a listener
+// accepted: the process that dialled serves on its end, and the process that
+// accepted calls it back over the same connection.
+func ExampleNewClient() {
+	tr := memory.New()
+	l, err := tr.Listen("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	// The dialling side serves its own methods on the socket it dialled.
+	caller := dispatch.NewServer()
+	defer caller.Close()
+	if err := dispatch.Handle(caller, "Caller.Name", func(ctx context.Context, _ *struct{}, reply *string) error {
+		*reply = "the dialler"
+		return nil
+	}); err != nil {
+		log.Fatal(err)
+	}
+	sock, err := tr.Dial(context.Background(), l.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	go caller.ServeSocket(sock)
+
+	// The listening side calls back over the socket it accepted.
+	accepted, err := l.Accept()
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := dispatch.NewClient(accepted)
+	defer c.Close()
+	var name string
+	if err := c.Call(context.Background(), "Caller.Name", nil, &name); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(name)
+	// Output: the dialler
+}

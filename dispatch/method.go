@@ -44,8 +44,8 @@ type method struct {
 	// its own values.
 	borrows bool
 	// copyArgs deep-copies the caller's *A into the handler's *A, for a
-	// direct call that may return before the handler does; nil when A
-	// cannot be deep-copied by reflection (such calls run in copy mode).
+	// direct call that may return before the handler does; set for every
+	// method that borrows (planArgs).
 	copyArgs func(dst, src any) error
 	// moveReply sets *dst = *src, both *R.
 	moveReply func(dst, src any)

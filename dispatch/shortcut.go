@@ -19,28 +19,28 @@ import (
 // and words its own failures as the network path does. It reports false when
 // the Server is shutting down: the call then goes to the transport, as it
 // would have if the shortcut had never found the Server.
-func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, reply any) (error, bool) {
+func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, reply any) (handled bool, err error) {
 	srv := e.srv
 	if !srv.gate.enter() {
-		return nil, false
+		return false, nil
 	}
 	defer srv.gate.leave()
 	if c.closedFlag.Load() {
 		zero(reply)
-		return ErrShutdown, true
+		return true, ErrShutdown
 	}
 	if ctx.Err() != nil {
 		zero(reply)
-		return ctxError(ctx), true
+		return true, ctxError(ctx)
 	}
 	if c.opts.shortcut == ShortcutDirect {
 		if m, _ := c.method(srv, name); m != nil && m.borrows {
-			if err, ok := c.direct(ctx, srv, m, args, reply); ok {
-				return c.finish(ctx, srv, reply, err), true
+			if ok, err := c.direct(ctx, srv, m, args, reply); ok {
+				return true, c.finish(ctx, srv, reply, err)
 			}
 		}
 	}
-	return c.finish(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply)), true
+	return true, c.finish(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply))
 }
 
 // finish applies the rules the network path applies on the caller's side: a
@@ -137,36 +137,33 @@ func (c *Client) run(ctx context.Context, srv *Server, m *method, a, r any) (*Er
 // arguments cannot be deep-copied: the call then runs in copy mode, which
 // decodes exactly as the network would. Nothing is encoded, so the checks of
 // encoding and of frame sizes do not apply.
-func (c *Client) direct(ctx context.Context, srv *Server, m *method, args, reply any) (error, bool) {
+func (c *Client) direct(ctx context.Context, srv *Server, m *method, args, reply any) (handled bool, err error) {
 	if c.ctype != codec.Msgpack.Name() { // every Server reads msgpack
 		if _, e := srv.codecFor(c.ctype); e != nil {
-			return e, true
+			return true, e
 		}
 	}
 	a, ok := m.direct(args)
 	if !ok || !m.zeroReply(reply) {
-		return nil, false
+		return false, nil
 	}
 	if ctx.Done() == nil {
 		// The call cannot end before the handler returns: lend it the
 		// caller's values.
-		return errOf(c.invoke(ctx, srv, m, a, reply)), true
-	}
-	if m.copyArgs == nil {
-		return nil, false
+		return true, errOf(c.invoke(ctx, srv, m, a, reply))
 	}
 	ha, hr := m.newPair()
 	if m.copyArgs(ha, a) != nil {
-		return nil, false // an interface holding what cannot be copied
+		return false, nil // an interface holding what cannot be copied
 	}
 	e, returned := c.run(ctx, srv, m, ha, hr)
 	if !returned {
-		return ErrShutdown, true // finish puts ctx's error first
+		return true, ErrShutdown // finish puts ctx's error first
 	}
 	if e == nil {
 		m.moveReply(reply, hr)
 	}
-	return errOf(e), true
+	return true, errOf(e)
 }
 
 var buffers = sync.Pool{New: func() any { return new([]byte) }}
