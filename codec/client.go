@@ -2,10 +2,10 @@ package codec
 
 import (
 	"net/rpc"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/rpcwire"
 )
 
 // NewClientCodec returns an rpc.ClientCodec that sends each request as one
@@ -48,9 +48,9 @@ func (c *clientCodec) WriteRequest(r *rpc.Request, args any) error {
 	if err != nil {
 		return err
 	}
-	c.req.Header[HeaderServiceMethod] = r.ServiceMethod
-	c.req.Header[HeaderSeq] = strconv.FormatUint(r.Seq, 10)
-	c.req.Header[HeaderContentType] = c.codec.Name()
+	c.req.Header[rpcwire.ServiceMethod] = r.ServiceMethod
+	c.req.Header[rpcwire.Seq] = rpcwire.FormatSeq(r.Seq)
+	c.req.Header[rpcwire.ContentType] = c.codec.Name()
 	c.req.Body = b
 	err = c.sock.Send(&c.req)
 	c.req.Body = nil
@@ -61,13 +61,13 @@ func (c *clientCodec) ReadResponseHeader(r *rpc.Response) error {
 	if err := c.sock.Recv(&c.resp); err != nil {
 		return recvError(err, c.closed.Load())
 	}
-	seq, err := parseSeq(c.resp.Header)
+	seq, err := rpcwire.ParseSeq(c.resp.Header)
 	if err != nil {
 		return err
 	}
-	r.ServiceMethod = c.resp.Header[HeaderServiceMethod]
+	r.ServiceMethod = c.resp.Header[rpcwire.ServiceMethod]
 	r.Seq = seq
-	r.Error = c.resp.Header[HeaderError]
+	r.Error = c.resp.Header[rpcwire.Error]
 	return nil
 }
 

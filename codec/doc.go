@@ -25,7 +25,6 @@
 // Frame.
 //
 // NewClientCodec and NewServerCodec carry net/rpc over any transport.Socket,
-// one Message per request and per response. The header keys they use
-// (HeaderServiceMethod, HeaderSeq, HeaderError, HeaderContentType) are the
-// project's RPC wire format.
+// one Message per request and per response, with the header keys of the
+// project's RPC wire format (WIRE.md, section 3).
 package codec

@@ -1,6 +1,10 @@
 package codec
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zerodial/transport/internal/rpcwire"
+)
 
 // Sentinel errors. Errors returned by this package wrap them with details, so
 // test with errors.Is.
@@ -25,7 +29,7 @@ var (
 	// from ReadRequestHeader and ReadResponseHeader, which ends the
 	// connection: a message whose sequence number is unknown cannot be
 	// matched to its call.
-	ErrMalformedHeader = errors.New("codec: malformed RPC header")
+	ErrMalformedHeader = rpcwire.ErrMalformed
 
 	// ErrContentType is returned by a server codec's ReadRequestBody when
 	// the request's Content-Type names another codec than the server's; the

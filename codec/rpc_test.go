@@ -16,6 +16,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/rpcwire"
 	"github.com/zerodial/transport/memory"
 )
 
@@ -224,25 +225,25 @@ func TestRPCWireFormat(t *testing.T) {
 	wantArgs, err := codec.Msgpack.Marshal(Args{2, 3})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
-		codec.HeaderServiceMethod: "Arith.Multiply",
-		codec.HeaderSeq:           "0",
-		codec.HeaderContentType:   "msgpack",
+		rpcwire.ServiceMethod: "Arith.Multiply",
+		rpcwire.Seq:           "0",
+		rpcwire.ContentType:   "msgpack",
 	}, in[0].Header)
 	assert.Equal(t, wantArgs, in[0].Body)
 
 	wantReply, err := codec.Msgpack.Marshal(6)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
-		codec.HeaderServiceMethod: "Arith.Multiply",
-		codec.HeaderSeq:           "0",
+		rpcwire.ServiceMethod: "Arith.Multiply",
+		rpcwire.Seq:           "0",
 	}, sent[0].Header)
 	assert.Equal(t, wantReply, sent[0].Body)
 
-	assert.Equal(t, "1", in[1].Header[codec.HeaderSeq])
+	assert.Equal(t, "1", in[1].Header[rpcwire.Seq])
 	assert.Equal(t, map[string]string{
-		codec.HeaderServiceMethod: "Arith.Divide",
-		codec.HeaderSeq:           "1",
-		codec.HeaderError:         "divide by zero",
+		rpcwire.ServiceMethod: "Arith.Divide",
+		rpcwire.Seq:           "1",
+		rpcwire.Error:         "divide by zero",
 	}, sent[1].Header)
 	assert.Empty(t, sent[1].Body, "a failed call's response has no body")
 }
@@ -322,7 +323,7 @@ func TestMalformedSeq(t *testing.T) {
 		cc := codec.NewClientCodec(csock)
 
 		require.NoError(t, csock.Send(&transport.Message{Header: map[string]string{
-			codec.HeaderServiceMethod: "Arith.Multiply", codec.HeaderSeq: seq,
+			rpcwire.ServiceMethod: "Arith.Multiply", rpcwire.Seq: seq,
 		}}))
 		var req rpc.Request
 		err := sc.ReadRequestHeader(&req)
@@ -330,7 +331,7 @@ func TestMalformedSeq(t *testing.T) {
 		assert.Contains(t, err.Error(), "Seq")
 
 		require.NoError(t, ssock.Send(&transport.Message{Header: map[string]string{
-			codec.HeaderServiceMethod: "Arith.Multiply", codec.HeaderSeq: seq,
+			rpcwire.ServiceMethod: "Arith.Multiply", rpcwire.Seq: seq,
 		}}))
 		var resp rpc.Response
 		require.ErrorIs(t, cc.ReadResponseHeader(&resp), codec.ErrMalformedHeader, "%q", seq)
@@ -339,7 +340,7 @@ func TestMalformedSeq(t *testing.T) {
 	// A missing Seq is malformed too.
 	csock, ssock := socketPair(t)
 	sc := codec.NewServerCodec(ssock)
-	require.NoError(t, csock.Send(&transport.Message{Header: map[string]string{codec.HeaderServiceMethod: "A.B"}}))
+	require.NoError(t, csock.Send(&transport.Message{Header: map[string]string{rpcwire.ServiceMethod: "A.B"}}))
 	var req rpc.Request
 	require.ErrorIs(t, sc.ReadRequestHeader(&req), codec.ErrMalformedHeader)
 }
@@ -355,7 +356,7 @@ func TestClientMalformedSeqFailsCalls(t *testing.T) {
 	var m transport.Message
 	require.NoError(t, ssock.Recv(&m))
 	require.NoError(t, ssock.Send(&transport.Message{Header: map[string]string{
-		codec.HeaderServiceMethod: "Arith.Multiply", codec.HeaderSeq: "x",
+		rpcwire.ServiceMethod: "Arith.Multiply", rpcwire.Seq: "x",
 	}}))
 	<-call.Done
 	require.ErrorIs(t, call.Error, codec.ErrMalformedHeader)
@@ -452,9 +453,9 @@ func (s *failingSend) Send(*transport.Message) error {
 func TestServerCodecSkipsCancel(t *testing.T) {
 	csock, ssock := socketPair(t)
 	sc := codec.NewServerCodec(ssock)
-	require.NoError(t, csock.Send(&transport.Message{Header: map[string]string{codec.HeaderSeq: "3", codec.HeaderCancel: ""}}))
+	require.NoError(t, csock.Send(&transport.Message{Header: map[string]string{rpcwire.Seq: "3", rpcwire.Cancel: ""}}))
 	require.NoError(t, csock.Send(&transport.Message{Header: map[string]string{
-		codec.HeaderServiceMethod: "Arith.Multiply", codec.HeaderSeq: "4",
+		rpcwire.ServiceMethod: "Arith.Multiply", rpcwire.Seq: "4",
 	}}))
 	var req rpc.Request
 	require.NoError(t, sc.ReadRequestHeader(&req))

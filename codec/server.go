@@ -3,11 +3,11 @@ package codec
 import (
 	"fmt"
 	"net/rpc"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/rpcwire"
 )
 
 // NewServerCodec returns an rpc.ServerCodec that reads each request from one
@@ -58,19 +58,19 @@ func (s *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 		if err := s.sock.Recv(&s.req); err != nil {
 			return recvError(err, s.closed.Load())
 		}
-		if _, cancel := s.req.Header[HeaderCancel]; !cancel {
+		if _, cancel := s.req.Header[rpcwire.Cancel]; !cancel {
 			break
 		}
 		// A caller gave up on a call; net/rpc has no way to stop it, and
 		// must not answer the Cancel message as if it were a call.
 	}
-	seq, err := parseSeq(s.req.Header)
+	seq, err := rpcwire.ParseSeq(s.req.Header)
 	if err != nil {
 		return err
 	}
-	r.ServiceMethod = s.req.Header[HeaderServiceMethod]
+	r.ServiceMethod = s.req.Header[rpcwire.ServiceMethod]
 	r.Seq = seq
-	s.contentType = s.req.Header[HeaderContentType]
+	s.contentType = s.req.Header[rpcwire.ContentType]
 	return nil
 }
 
@@ -99,12 +99,12 @@ func (s *serverCodec) WriteResponse(r *rpc.Response, reply any) error {
 				r.ServiceMethod, r.Seq, err)
 		}
 		body = b
-		delete(s.resp.Header, HeaderError)
+		delete(s.resp.Header, rpcwire.Error)
 	} else {
-		s.resp.Header[HeaderError] = r.Error
+		s.resp.Header[rpcwire.Error] = r.Error
 	}
-	s.resp.Header[HeaderServiceMethod] = r.ServiceMethod
-	s.resp.Header[HeaderSeq] = strconv.FormatUint(r.Seq, 10)
+	s.resp.Header[rpcwire.ServiceMethod] = r.ServiceMethod
+	s.resp.Header[rpcwire.Seq] = rpcwire.FormatSeq(r.Seq)
 	s.resp.Body = body
 	err := s.sock.Send(&s.resp)
 	s.resp.Body = nil

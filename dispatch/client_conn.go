@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/rpcwire"
 )
 
 // clientConn is one socket's worth of calls: a writer shared by the callers
@@ -198,7 +198,7 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 	if err != nil {
 		return err
 	}
-	requestHeader(ctx, cc.req.Header, name, strconv.FormatUint(seq, 10), cc.ctype)
+	requestHeader(ctx, cc.req.Header, name, rpcwire.FormatSeq(seq), cc.ctype)
 	cc.req.Body = body
 	err = cc.sendInterruptible(ctx, &cc.req)
 	cc.req.Body = nil
@@ -285,7 +285,7 @@ var longAgo = time.Unix(1, 0)
 // never a wait for the caller: if the send lock is busy, a goroutine sends
 // it once the lock is free or the connection ends.
 func (cc *clientConn) sendCancel(seq uint64) {
-	m := &transport.Message{Header: map[string]string{headerSeq: strconv.FormatUint(seq, 10), headerCancel: ""}}
+	m := &transport.Message{Header: map[string]string{rpcwire.Seq: rpcwire.FormatSeq(seq), rpcwire.Cancel: ""}}
 	select {
 	case cc.sending <- struct{}{}:
 		_ = cc.sock.Send(m)
@@ -312,7 +312,7 @@ func (cc *clientConn) readLoop() {
 			cc.sock.Close() // the peer is gone; free what the socket holds
 			return
 		}
-		seq, err := strconv.ParseUint(m.Header[headerSeq], 10, 64)
+		seq, err := rpcwire.ParseSeq(m.Header)
 		if err != nil {
 			cc.fail(ErrShutdown)
 			cc.sock.Close()
@@ -333,8 +333,8 @@ func (cc *clientConn) readLoop() {
 		if p == nil || p == abandoned {
 			continue // a reply to a call whose caller gave up, or to none
 		}
-		if msg, failed := m.Header[headerError]; failed {
-			p.err = &Error{Code: Code(m.Header[headerErrorCode]), Message: msg}
+		if msg, failed := m.Header[rpcwire.Error]; failed {
+			p.err = &Error{Code: Code(m.Header[rpcwire.ErrorCode]), Message: msg}
 		} else {
 			p.err = decodeReply(cc.codec, p.name, m.Body, p.reply)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/rpcwire"
 )
 
 // serverConn serves the calls arriving on one socket.
@@ -36,8 +37,8 @@ func (c *serverConn) run() {
 			c.finish()
 			return
 		}
-		seqText := m.Header[headerSeq]
-		seq, err := strconv.ParseUint(seqText, 10, 64)
+		seqText := m.Header[rpcwire.Seq]
+		seq, err := rpcwire.ParseSeq(m.Header)
 		if err != nil {
 			// Without a sequence number no reply can be matched: the
 			// peer does not speak this protocol.
@@ -45,7 +46,7 @@ func (c *serverConn) run() {
 			c.finish()
 			return
 		}
-		if _, ok := m.Header[headerCancel]; ok {
+		if _, ok := m.Header[rpcwire.Cancel]; ok {
 			c.cancel(seq)
 			continue
 		}
@@ -70,7 +71,7 @@ func (c *serverConn) finish() {
 // error and returns nil. Arguments are decoded here, since the next Recv
 // reuses the message.
 func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *serverCall {
-	name := m.Header[headerServiceMethod]
+	name := m.Header[rpcwire.ServiceMethod]
 	if !c.srv.gate.enter() {
 		c.reply(seqText, name, nil, nil, errShuttingDown)
 		return nil
@@ -78,7 +79,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 	meth, e := c.srv.lookup(name)
 	var cdc codec.Codec
 	if e == nil {
-		cdc, e = c.srv.codecFor(m.Header[headerContentType])
+		cdc, e = c.srv.codecFor(m.Header[rpcwire.ContentType])
 	}
 	var args, reply any
 	if e == nil {
@@ -93,7 +94,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 
 	var md Metadata
 	for k, v := range m.Header {
-		if key, ok := strings.CutPrefix(k, metadataPrefix); ok {
+		if key, ok := strings.CutPrefix(k, rpcwire.MetadataPrefix); ok {
 			if md == nil {
 				md = make(Metadata)
 			}
@@ -101,9 +102,9 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 		}
 	}
 	call := &serverCall{callCtx: callCtx{md: md}, conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText, name: name}
-	if t, ok := m.Header[headerTimeout]; ok {
-		d, valid := parseTimeout(t)
-		if !valid {
+	if t, ok := m.Header[rpcwire.Timeout]; ok {
+		d, err := rpcwire.ParseTimeout(t)
+		if err != nil {
 			c.reply(seqText, name, nil, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Timeout " + strconv.Quote(t)})
 			c.srv.gate.leave()
 			return nil

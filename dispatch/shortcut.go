@@ -10,6 +10,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/frame"
+	"github.com/zerodial/transport/internal/rpcwire"
 )
 
 // shortcut makes a call on e's Server, a Server of this process, with no
@@ -250,7 +251,7 @@ func (c *Client) sizes(ctx context.Context, ent *entry, name string, body []byte
 	}
 	headers := 512 + len(name) // the fixed headers, with room to spare
 	for k, v := range outgoing(ctx) {
-		headers += len(metadataPrefix) + len(k) + len(v) + 2*4
+		headers += len(rpcwire.MetadataPrefix) + len(k) + len(v) + 2*4
 	}
 	return frameSizes{server: server, near: len(body)+headers >= min(server, c.limit)}
 }

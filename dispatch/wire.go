@@ -4,73 +4,38 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/rpcwire"
 )
-
-// Header keys beyond those of package codec (WIRE.md, section 3).
-const (
-	// headerTimeout carries the caller's remaining time in nanoseconds,
-	// decimal. Relative, so the two clocks need not agree.
-	headerTimeout = "Timeout"
-	// headerErrorCode carries an Error's Code next to codec.HeaderError.
-	headerErrorCode = "Error-Code"
-	// metadataPrefix starts the key of every metadata entry.
-	metadataPrefix = "Md-"
-)
-
-// Aliases, for brevity.
-const (
-	headerServiceMethod = codec.HeaderServiceMethod
-	headerSeq           = codec.HeaderSeq
-	headerError         = codec.HeaderError
-	headerContentType   = codec.HeaderContentType
-	headerCancel        = codec.HeaderCancel
-)
-
-func formatTimeout(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	return strconv.FormatInt(int64(d), 10)
-}
-
-func parseTimeout(s string) (time.Duration, bool) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	return time.Duration(n), true
-}
 
 // requestHeader fills h with a request's headers as the network sends them.
 // The shortcut builds the same headers to apply the same frame limits.
 func requestHeader(ctx context.Context, h map[string]string, name, seqText, ctype string) {
 	clear(h)
-	h[headerServiceMethod] = name
-	h[headerSeq] = seqText
+	h[rpcwire.ServiceMethod] = name
+	h[rpcwire.Seq] = seqText
 	if ctype != codec.Msgpack.Name() {
-		h[headerContentType] = ctype // absent means msgpack (WIRE.md)
+		h[rpcwire.ContentType] = ctype // absent means msgpack (WIRE.md)
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		h[headerTimeout] = formatTimeout(time.Until(dl))
+		h[rpcwire.Timeout] = rpcwire.FormatTimeout(time.Until(dl))
 	}
 	for k, v := range outgoing(ctx) {
-		h[metadataPrefix+k] = v
+		h[rpcwire.MetadataPrefix+k] = v
 	}
 }
 
 // responseHeader fills h with a response's headers.
 func responseHeader(h map[string]string, name, seqText string, e *Error) {
 	clear(h)
-	h[headerServiceMethod] = name
-	h[headerSeq] = seqText
+	h[rpcwire.ServiceMethod] = name
+	h[rpcwire.Seq] = seqText
 	if e != nil {
-		h[headerError] = e.Message
+		h[rpcwire.Error] = e.Message
 		if e.Code != CodeUnknown {
-			h[headerErrorCode] = string(e.Code)
+			h[rpcwire.ErrorCode] = string(e.Code)
 		}
 	}
 }
