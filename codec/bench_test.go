@@ -28,7 +28,7 @@ func TestAppendMarshalAllocs(t *testing.T) {
 		require.Zero(t, allocs, "%T", v)
 	}
 
-	var frame any = codec.Frame("raw body")
+	var frame any = codec.Raw("raw body")
 	allocs := testing.AllocsPerRun(1000, func() {
 		buf, _ = a.AppendMarshal(buf[:0], frame)
 	})

@@ -60,7 +60,7 @@ type hostileTarget struct {
 	E map[string]string
 }
 
-// blob is a byte slice type other than []byte and Frame, so msgpack decodes
+// blob is a byte slice type other than []byte and Raw, so msgpack decodes
 // into it rather than the codec passing the body through.
 type blob []byte
 

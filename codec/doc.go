@@ -20,9 +20,9 @@
 //   - No aliasing. Unmarshal never keeps a reference to the body it decodes,
 //     so callers may reuse that buffer at once (transport Sockets do).
 //
-// Bodies that are already encoded pass through untouched: a []byte or Frame
+// Bodies that are already encoded pass through untouched: a []byte or Raw
 // (or a pointer to one) is the body itself, not something to encode. See
-// Frame.
+// Raw.
 //
 // NewClientCodec and NewServerCodec carry net/rpc over any transport.Socket,
 // one Message per request and per response, with the header keys of the

@@ -21,7 +21,7 @@ var (
 	ErrTooDeep = errors.New("codec: msgpack nesting too deep")
 
 	// ErrNilPointer reports a nil target for Unmarshal, or a nil *[]byte or
-	// *Frame given to Marshal, where a panic would otherwise follow.
+	// *Raw given to Marshal, where a panic would otherwise follow.
 	ErrNilPointer = errors.New("codec: nil pointer")
 
 	// ErrMalformedHeader reports an RPC message whose headers cannot be

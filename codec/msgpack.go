@@ -14,8 +14,8 @@ import (
 //
 // Unmarshal validates the body before decoding it (see MaxDepth,
 // ErrMalformed and ErrTooDeep) and never keeps a reference to the body.
-// Msgpack also implements Appender. []byte and Frame values pass through
-// untouched; see Frame.
+// Msgpack also implements Appender. []byte and Raw values pass through
+// untouched; see Raw.
 var Msgpack Codec = msgpackCodec{}
 
 // maxPooledBuffer is the largest scratch buffer kept for reuse. A rare large

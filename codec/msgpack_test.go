@@ -106,7 +106,7 @@ func TestMarshalError(t *testing.T) {
 func TestUnmarshalNilTargets(t *testing.T) {
 	body, err := codec.Msgpack.Marshal(small{1, 2})
 	require.NoError(t, err)
-	for _, target := range []any{nil, (*small)(nil), (*any)(nil), (*[]byte)(nil), (*codec.Frame)(nil), (*map[string]any)(nil)} {
+	for _, target := range []any{nil, (*small)(nil), (*any)(nil), (*[]byte)(nil), (*codec.Raw)(nil), (*map[string]any)(nil)} {
 		err := codec.Msgpack.Unmarshal(body, target)
 		assert.ErrorIs(t, err, codec.ErrNilPointer, "%T", target)
 	}

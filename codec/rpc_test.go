@@ -47,7 +47,7 @@ func (Arith) Echo(args []byte, reply *[]byte) error {
 	return nil
 }
 
-func (Arith) EchoFrame(args codec.Frame, reply *codec.Frame) error {
+func (Arith) EchoRaw(args codec.Raw, reply *codec.Raw) error {
 	*reply = append((*reply)[:0], args...)
 	return nil
 }
@@ -190,9 +190,9 @@ func TestRPCRawBodies(t *testing.T) {
 	require.NoError(t, client.Call("Arith.Echo", raw, &out))
 	assert.Equal(t, raw, out)
 
-	var frame codec.Frame
-	require.NoError(t, client.Call("Arith.EchoFrame", codec.Frame(raw), &frame))
-	assert.Equal(t, codec.Frame(raw), frame)
+	var frame codec.Raw
+	require.NoError(t, client.Call("Arith.EchoRaw", codec.Raw(raw), &frame))
+	assert.Equal(t, codec.Raw(raw), frame)
 
 	// Empty bodies pass through too.
 	require.NoError(t, client.Call("Arith.Echo", []byte{}, &out))

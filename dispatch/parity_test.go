@@ -119,7 +119,7 @@ var parityCases = []parityCase{
 	{"typed nil reply", call("Arith.Multiply", Args{}, (*int)(nil)), func(t *testing.T, o outcome) {
 		assert.Equal(t, dispatch.ErrNilReply.Error(), o.Err)
 	}},
-	{"raw frames", call("Arith.Echo", []byte("\x00raw\xff"), new([]byte)), wantReply("[0 114 97 119 255]")},
+	{"raw bodies", call("Arith.Echo", []byte("\x00raw\xff"), new([]byte)), wantReply("[0 114 97 119 255]")},
 	{"deadline exceeded", func(t *testing.T, e *env) outcome {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()

@@ -2,42 +2,43 @@ package codec
 
 import "fmt"
 
-// Frame is a body that is already encoded. Codecs pass it through untouched
-// instead of encoding it, so an RPC method can take and return opaque bytes
-// (an encoding of its own, a file chunk) without paying for a second
-// encoding or learning the codec's framing of binary data.
+// Raw is a body that is already encoded, as a json.RawMessage is JSON
+// already. Codecs pass it through untouched instead of encoding it, so an
+// RPC method can take and return opaque bytes (an encoding of its own, a
+// file chunk) without paying for a second encoding or learning the codec's
+// framing of binary data.
 //
-// Msgpack treats exactly the types []byte, Frame, *[]byte and *Frame this
+// Msgpack treats exactly the types []byte, Raw, *[]byte and *Raw this
 // way; other types whose underlying type is []byte are encoded as msgpack
 // bin values like any other value:
 //
 //   - Marshal of one of them returns the bytes as they are: it may return
 //     the very slice it was given, so the caller must not change those bytes
 //     while the result is in use. AppendMarshal appends them to dst.
-//   - Unmarshal into a *[]byte or *Frame copies the body into the target,
+//   - Unmarshal into a *[]byte or *Raw copies the body into the target,
 //     reusing the target's capacity: *p = append((*p)[:0], data...). The
 //     body is not interpreted, so it is not checked either.
-//   - A nil *[]byte or *Frame is an error wrapping ErrNilPointer for both.
+//   - A nil *[]byte or *Raw is an error wrapping ErrNilPointer for both.
 //
 // Marshal sees only the dynamic type, so a []byte inside an interface passes
 // through too. In particular, a msgpack bin value decoded into an interface
 // is a []byte, which Marshal then returns as it is rather than encoding it
 // as bin again; convert it to another byte-slice type to encode it.
-type Frame []byte
+type Raw []byte
 
 // rawBytes reports whether v is a pass-through body and returns its bytes.
 func rawBytes(v any) (b []byte, ok bool, err error) {
 	switch v := v.(type) {
 	case []byte:
 		return v, true, nil
-	case Frame:
+	case Raw:
 		return v, true, nil
 	case *[]byte:
 		if v == nil {
 			return nil, true, fmt.Errorf("%w: cannot marshal a nil %T", ErrNilPointer, v)
 		}
 		return *v, true, nil
-	case *Frame:
+	case *Raw:
 		if v == nil {
 			return nil, true, fmt.Errorf("%w: cannot marshal a nil %T", ErrNilPointer, v)
 		}
@@ -56,7 +57,7 @@ func unmarshalRaw(data []byte, v any) (ok bool, err error) {
 		}
 		*p = append((*p)[:0], data...)
 		return true, nil
-	case *Frame:
+	case *Raw:
 		if p == nil {
 			return true, fmt.Errorf("%w: cannot unmarshal into a nil %T", ErrNilPointer, v)
 		}

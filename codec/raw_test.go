@@ -9,9 +9,9 @@ import (
 	"github.com/zerodial/transport/codec"
 )
 
-func TestFrameMarshalPassesThrough(t *testing.T) {
+func TestRawMarshalPassesThrough(t *testing.T) {
 	raw := []byte{0xc1, 0xff, 'n', 'o', 't', ' ', 'm', 's', 'g', 'p', 'a', 'c', 'k'}
-	frame := codec.Frame(raw)
+	frame := codec.Raw(raw)
 	for _, v := range []any{raw, frame, &raw, &frame} {
 		b, err := codec.Msgpack.Marshal(v)
 		require.NoError(t, err, "%T", v)
@@ -24,7 +24,7 @@ func TestFrameMarshalPassesThrough(t *testing.T) {
 	}
 }
 
-func TestFrameUnmarshalCopiesIntoCapacity(t *testing.T) {
+func TestRawUnmarshalCopiesIntoCapacity(t *testing.T) {
 	data := []byte{0xc1, 1, 2, 3} // not msgpack, and not checked
 	buf := make([]byte, 1, 16)
 	require.NoError(t, codec.Msgpack.Unmarshal(data, &buf))
@@ -33,17 +33,17 @@ func TestFrameUnmarshalCopiesIntoCapacity(t *testing.T) {
 	data[0] = 9
 	assert.Equal(t, byte(0xc1), buf[0], "the body is copied")
 
-	var f codec.Frame
+	var f codec.Raw
 	require.NoError(t, codec.Msgpack.Unmarshal(data, &f))
-	assert.Equal(t, codec.Frame(data), f)
+	assert.Equal(t, codec.Raw(data), f)
 
 	require.NoError(t, codec.Msgpack.Unmarshal(nil, &f))
 	assert.Empty(t, f)
 }
 
-func TestFrameNilPointers(t *testing.T) {
+func TestRawNilPointers(t *testing.T) {
 	var np *[]byte
-	var nf *codec.Frame
+	var nf *codec.Raw
 	for _, v := range []any{np, nf} {
 		_, err := codec.Msgpack.Marshal(v)
 		assert.ErrorIs(t, err, codec.ErrNilPointer, "Marshal %T", v)
@@ -53,7 +53,7 @@ func TestFrameNilPointers(t *testing.T) {
 	}
 }
 
-// Only []byte and Frame are raw: other byte-slice types, and byte slices
+// Only []byte and Raw are raw: other byte-slice types, and byte slices
 // inside other values, are msgpack bin values.
 func TestOtherByteSlicesAreEncoded(t *testing.T) {
 	type blob []byte
@@ -65,9 +65,9 @@ func TestOtherByteSlicesAreEncoded(t *testing.T) {
 	require.NoError(t, codec.Msgpack.Unmarshal(b, &back))
 	assert.Equal(t, blob{1, 2}, back)
 
-	b, err = codec.Msgpack.Marshal(struct{ F codec.Frame }{codec.Frame{1}})
+	b, err = codec.Msgpack.Marshal(struct{ F codec.Raw }{codec.Raw{1}})
 	require.NoError(t, err)
-	var s struct{ F codec.Frame }
+	var s struct{ F codec.Raw }
 	require.NoError(t, codec.Msgpack.Unmarshal(b, &s))
-	assert.Equal(t, codec.Frame{1}, s.F)
+	assert.Equal(t, codec.Raw{1}, s.F)
 }
