@@ -186,3 +186,120 @@ func ExampleNewClient() {
 	fmt.Println(name)
 	// Output: the dialler
 }
+
+// Clock is a service whose method takes a context first: it sees the
+// caller's deadline and metadata, on every path.
+type Clock struct{}
+
+// Left reports whether the caller gave a deadline, and who called.
+func (Clock) Left(ctx context.Context, _ struct{}, reply *string) error {
+	_, ok := ctx.Deadline()
+	*reply = fmt.Sprintf("deadline: %v, caller: %s", ok, dispatch.MetadataFrom(ctx)["caller"])
+	return nil
+}
+
+// Register takes methods of net/rpc's shape, with or without a context
+// first.
+func ExampleServer_Register() {
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	if err := srv.Register(Clock{}); err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("")
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	c, err := dispatch.Dial(context.Background(), tr, l.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ctx = dispatch.WithMetadata(ctx, dispatch.Metadata{"caller": "example"})
+	var s string
+	if err := c.Call(ctx, "Clock.Left", struct{}{}, &s); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s)
+	// Output: deadline: true, caller: example
+}
+
+// An interceptor wraps every call on every path: here, one that refuses
+// callers without a token, with a code the caller can test for.
+func ExampleWithInterceptors() {
+	errNoToken := &dispatch.Error{Code: dispatch.CodeUnauthenticated, Message: "no token"}
+	auth := func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
+		if dispatch.MetadataFrom(ctx)["token"] == "" {
+			return errNoToken
+		}
+		return next(ctx, args, reply)
+	}
+	srv := dispatch.NewServer(dispatch.WithInterceptors(auth))
+	defer srv.Close()
+	if err := srv.Register(Calc{}); err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("")
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	for _, mode := range []dispatch.ShortcutMode{dispatch.ShortcutOff, dispatch.ShortcutCopy} {
+		c, err := dispatch.Dial(context.Background(), tr, l.Addr().String(), dispatch.WithShortcut(mode))
+		if err != nil {
+			log.Fatal(err)
+		}
+		var q int
+		err = c.Call(context.Background(), "Calc.Div", Args{A: 6, B: 3}, &q)
+		fmt.Println(mode, errors.Is(err, errNoToken))
+		ctx := dispatch.WithMetadata(context.Background(), dispatch.Metadata{"token": "t"})
+		err = c.Call(ctx, "Calc.Div", Args{A: 6, B: 3}, &q)
+		fmt.Println(mode, q, err)
+		c.Close()
+	}
+	// Output:
+	// off true
+	// off 2 <nil>
+	// copy true
+	// copy 2 <nil>
+}
+
+// Shutdown stops accepting calls at once and waits for those in flight.
+func ExampleServer_Shutdown() {
+	srv := dispatch.NewServer()
+	started := make(chan struct{})
+	if err := dispatch.Handle(srv, "Slow.Op", func(ctx context.Context, _ *struct{}, reply *string) error {
+		close(started)
+		time.Sleep(50 * time.Millisecond)
+		*reply = "finished"
+		return nil
+	}); err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("")
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	c, err := dispatch.Dial(context.Background(), tr, l.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	var reply string
+	call := c.Go(context.Background(), "Slow.Op", nil, &reply, nil)
+	<-started
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fmt.Println("shutdown:", srv.Shutdown(ctx))
+	<-call.Done
+	fmt.Println("the call in flight:", reply, call.Error)
+	// Output:
+	// shutdown: <nil>
+	// the call in flight: finished <nil>
+}

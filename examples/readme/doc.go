@@ -1,0 +1,5 @@
+// Package readme holds the Go code the README shows, as runnable examples:
+// TestREADMEQuotesExamples fails when a Go block of the README is not found,
+// line for line, in this package's examples, so every snippet there
+// compiles and runs.
+package readme

@@ -1,0 +1,189 @@
+package readme_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+	"net/rpc"
+	"time"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/memory"
+	"github.com/zerodial/transport/mux"
+)
+
+type Args struct{ A, B int }
+
+type Arith struct{}
+
+// net/rpc's shape; a context-first shape is accepted too.
+func (Arith) Multiply(args Args, reply *int) error { *reply = args.A * args.B; return nil }
+
+// logging is an interceptor: it wraps every call, on every path.
+func logging(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
+	start := time.Now()
+	err := next(ctx, args, reply)
+	slog.Debug("call", "method", method, "took", time.Since(start), "err", err)
+	return err
+}
+
+// A service is written once and served; a client calls it over the
+// transport.
+func Example_service() {
+	ctx := context.Background()
+	srv := dispatch.NewServer(dispatch.WithInterceptors(logging))
+	if err := srv.Register(Arith{}); err != nil {
+		log.Fatal(err)
+	}
+	// or, with no reflection per call:
+	err := dispatch.Handle(srv, "Arith.Add", func(ctx context.Context, args *Args, reply *int) error {
+		*reply = args.A + args.B
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	tr := mux.New() // or tcp.New(), memory.New()
+	defer tr.Close()
+	l, err := tr.Listen("127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Start(l); err != nil { // serves in the background; srv.Serve(l) blocks
+		log.Fatal(err)
+	}
+	defer srv.Shutdown(ctx) // graceful; srv.Close() is immediate
+	addr := l.Addr().String()
+
+	c, err := dispatch.Dial(ctx, tr, addr) // over the transport
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	var product int
+	err = c.Call(ctx, "Arith.Multiply", Args{6, 7}, &product)
+	call := c.Go(ctx, "Arith.Add", Args{6, 7}, new(int), nil) // asynchronous
+	<-call.Done
+	fmt.Println(product, err, *call.Reply.(*int), call.Error)
+	// Output: 42 <nil> 13 <nil>
+}
+
+// The same client, with the shortcut: no socket when the address is served
+// in this process.
+func Example_shortcut() {
+	ctx := context.Background()
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	if err := srv.Register(Arith{}); err != nil {
+		log.Fatal(err)
+	}
+	tr := mux.New()
+	defer tr.Close()
+	l, err := tr.Listen("127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	addr := l.Addr().String()
+
+	c, err := dispatch.Dial(ctx, tr, addr,
+		dispatch.WithShortcut(dispatch.ShortcutCopy)) // no socket if served in this process
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	var product int
+	err = c.Call(ctx, "Arith.Multiply", Args{6, 7}, &product)
+	fmt.Println(product, err)
+	// Output: 42 <nil>
+}
+
+// KV and Cache are services whose methods keep nothing they are given.
+type KV struct{}
+
+func (KV) Get(key string, value *string) error { *value = "v:" + key; return nil }
+
+type Cache struct{}
+
+func (Cache) Get(key string, value *string) error { *value = "c:" + key; return nil }
+
+func (Cache) Put(entry [2]string, ok *bool) error { *ok = true; return nil }
+
+// Borrows marks the methods a ShortcutDirect client may lend its own values.
+func Example_borrows() {
+	srv := dispatch.NewServer()
+	defer srv.Close()
+
+	srv.Register(KV{}, dispatch.Borrows())         // every method of KV borrows
+	srv.Register(Cache{}, dispatch.Borrows("Get")) // only Cache.Get does
+
+	tr := memory.New()
+	l, _ := tr.Listen("")
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	c, err := dispatch.Dial(context.Background(), tr, l.Addr().String(), dispatch.WithShortcut(dispatch.ShortcutDirect))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	var v string
+	err = c.Call(context.Background(), "Cache.Get", "k", &v)
+	fmt.Println(v, err)
+	// Output: c:k <nil>
+}
+
+// The standard library's net/rpc runs over any Socket through the codec
+// adapters.
+func Example_netRPC() {
+	rpcServer := rpc.NewServer()
+	if err := rpcServer.Register(Arith{}); err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("")
+	defer l.Close()
+	sock, err := tr.Dial(context.Background(), l.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	serverSock, err := l.Accept()
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	client := rpc.NewClientWithCodec(codec.NewClientCodec(sock)) // sock from tr.Dial
+	go rpcServer.ServeCodec(codec.NewServerCodec(serverSock))
+
+	var product int
+	err = client.Call("Arith.Multiply", Args{6, 7}, &product)
+	fmt.Println(product, err)
+	client.Close()
+	// Output: 42 <nil>
+}
+
+// A Transport dials and listens; a Socket sends and receives whole
+// messages.
+func Example_transport() {
+	ctx := context.Background()
+	tr := memory.New()
+
+	l, _ := tr.Listen("") // memory: "" picks an address; tcp, mux: "127.0.0.1:0"
+	c, _ := tr.Dial(ctx, l.Addr().String())
+	c.Send(&transport.Message{Header: map[string]string{"k": "v"}, Body: []byte("hello")})
+
+	s, _ := l.Accept()
+	var m transport.Message
+	s.Recv(&m)
+	fmt.Println(m.Header["k"], string(m.Body))
+	c.Close()
+	s.Close()
+	l.Close()
+	// Output: v hello
+}
