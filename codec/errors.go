@@ -24,6 +24,12 @@ var (
 	// *Raw given to Marshal, where a panic would otherwise follow.
 	ErrNilPointer = errors.New("codec: nil pointer")
 
+	// ErrNoFieldsMatched reports a non-empty msgpack map decoded into a
+	// struct none of whose fields its keys name: a message of another type
+	// (gob's "no fields matched"). Unknown keys beside known ones are
+	// ignored.
+	ErrNoFieldsMatched = errors.New("codec: no fields matched")
+
 	// ErrMalformedHeader reports an RPC message whose headers cannot be
 	// read, such as a missing or non-decimal Seq. The adapters return it
 	// from ReadRequestHeader and ReadResponseHeader, which ends the

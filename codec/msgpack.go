@@ -84,6 +84,8 @@ func (msgpackCodec) Unmarshal(data []byte, v any) error {
 		err = guardError(d.r.tripped)
 	} else if err != nil {
 		err = fmt.Errorf("codec: cannot unmarshal into %T: %w", v, err)
+	} else {
+		err = checkFieldsMatched(data, v)
 	}
 	if len(data) > maxPooledBuffer {
 		// The decoder keeps an internal buffer as large as the longest

@@ -186,7 +186,7 @@ func TestPoolReuse(t *testing.T) {
 }
 
 func TestErrorsAreDistinct(t *testing.T) {
-	errs := []error{codec.ErrMalformed, codec.ErrTooDeep, codec.ErrNilPointer, codec.ErrContentType, codec.ErrMalformedHeader}
+	errs := []error{codec.ErrMalformed, codec.ErrTooDeep, codec.ErrNilPointer, codec.ErrContentType, codec.ErrMalformedHeader, codec.ErrNoFieldsMatched}
 	for i, a := range errs {
 		for j, b := range errs {
 			assert.Equal(t, i == j, errors.Is(a, b), "%v vs %v", a, b)

@@ -112,6 +112,10 @@ var parityCases = []parityCase{
 		assert.Equal(t, dispatch.CodeInvalidArgument, o.Code)
 		assert.True(t, strings.HasPrefix(o.Err, "dispatch: decoding arguments of Arith.Multiply: "), o.Err)
 	}},
+	{"arguments of another type", call("Arith.Multiply", Reply{X: 1, S: "s"}, new(int)), func(t *testing.T, o outcome) {
+		assert.Equal(t, dispatch.CodeInvalidArgument, o.Code)
+		assert.Equal(t, `dispatch: decoding arguments of Arith.Multiply: codec: no fields matched: the map's keys ["X" "S" "List"] name no field of type dispatch_test.Args`, o.Err)
+	}},
 	{"nil reply", call("Arith.Multiply", Args{}, nil), func(t *testing.T, o outcome) {
 		assert.Equal(t, dispatch.ErrNilReply.Error(), o.Err)
 		assert.Empty(t, o.Interceptor, "no call is made")
