@@ -77,12 +77,12 @@ func NewReader(r *bufio.Reader, max int) *Reader {
 	return &Reader{r: r, max: max}
 }
 
-// ErrMidFrame wraps an error that happened after part of a frame was read:
+// MidFrameError wraps an error that happened after part of a frame was read:
 // the stream is out of step and must be closed.
-type ErrMidFrame struct{ Err error }
+type MidFrameError struct{ Err error }
 
-func (e *ErrMidFrame) Error() string { return e.Err.Error() }
-func (e *ErrMidFrame) Unwrap() error { return e.Err }
+func (e *MidFrameError) Error() string { return e.Err.Error() }
+func (e *MidFrameError) Unwrap() error { return e.Err }
 
 // chunk is how much body is allocated ahead of the bytes that arrive, so that
 // a peer announcing a large frame and sending nothing costs little.
@@ -90,31 +90,31 @@ const chunk = 64 << 10
 
 // Read reads one frame into m. It waits for the first byte without consuming
 // anything, so an error returned before the frame starts (a deadline, EOF)
-// leaves the stream usable; an error after that is wrapped in *ErrMidFrame.
+// leaves the stream usable; an error after that is wrapped in *MidFrameError.
 func (fr *Reader) Read(m *transport.Message) error {
 	if _, err := fr.r.Peek(1); err != nil {
 		return err
 	}
 	p := fr.prefix[:] // a field, not a local: a local would escape to the heap
 	if _, err := io.ReadFull(fr.r, p); err != nil {
-		return &ErrMidFrame{unexpected(err)}
+		return &MidFrameError{unexpected(err)}
 	}
 	if p[0] != Version {
-		return &ErrMidFrame{fmt.Errorf("%w: frame version %d, want %d", transport.ErrProtocol, p[0], Version)}
+		return &MidFrameError{fmt.Errorf("%w: frame version %d, want %d", transport.ErrProtocol, p[0], Version)}
 	}
 	if p[1] != 0 {
-		return &ErrMidFrame{fmt.Errorf("%w: unknown frame flags %#x", transport.ErrProtocol, p[1])}
+		return &MidFrameError{fmt.Errorf("%w: unknown frame flags %#x", transport.ErrProtocol, p[1])}
 	}
 	hl := uint64(binary.BigEndian.Uint32(p[2:6]))
 	bl := uint64(binary.BigEndian.Uint32(p[6:10]))
 	if hl+bl > uint64(fr.max) {
-		return &ErrMidFrame{fmt.Errorf("%w: peer announced %d bytes, limit %d", transport.ErrFrameTooLarge, hl+bl, fr.max)}
+		return &MidFrameError{fmt.Errorf("%w: peer announced %d bytes, limit %d", transport.ErrFrameTooLarge, hl+bl, fr.max)}
 	}
 	if err := fr.readHeader(m, int(hl)); err != nil {
-		return &ErrMidFrame{err}
+		return &MidFrameError{err}
 	}
 	if err := fr.readBody(m, int(bl)); err != nil {
-		return &ErrMidFrame{err}
+		return &MidFrameError{err}
 	}
 	return nil
 }
@@ -220,6 +220,6 @@ func readGrowing(r io.Reader, buf []byte, n int) ([]byte, error) {
 
 // IsMidFrame reports whether err left the stream out of step.
 func IsMidFrame(err error) bool {
-	var mf *ErrMidFrame
+	var mf *MidFrameError
 	return errors.As(err, &mf)
 }
