@@ -7,8 +7,11 @@ import (
 	"log"
 	"time"
 
+	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/internal/testcert"
 	"github.com/zerodial/transport/memory"
+	"github.com/zerodial/transport/mux"
 )
 
 // Calc is a service in net/rpc's shape.
@@ -302,4 +305,65 @@ func ExampleServer_Shutdown() {
 	// Output:
 	// shutdown: <nil>
 	// the call in flight: finished <nil>
+}
+
+// TLS is a transport option, the same for tcp and mux: the listener's
+// transport takes the server configuration, the client's the client one.
+// With mutual TLS the listener requires a client certificate; the shortcut
+// connects a client only where the network would (it has a certificate to
+// offer), and otherwise the client dials and meets the refusal.
+func Example_tls() {
+	for _, mutual := range []bool{false, true} {
+		// Ordinary *tls.Config values; a test helper makes a certificate.
+		serverTLS, clientTLS, err := testcert.Make(mutual)
+		if err != nil {
+			log.Fatal(err)
+		}
+		srv := dispatch.NewServer()
+		if err := srv.Register(Calc{}); err != nil {
+			log.Fatal(err)
+		}
+		serverTr := mux.New(transport.WithTLS(serverTLS))
+		l, err := serverTr.Listen("127.0.0.1:0")
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := srv.Start(l); err != nil {
+			log.Fatal(err)
+		}
+
+		clientTr := mux.New(transport.WithTLS(clientTLS))
+		for _, mode := range []dispatch.ShortcutMode{dispatch.ShortcutOff, dispatch.ShortcutCopy} {
+			c, err := dispatch.Dial(context.Background(), clientTr, l.Addr().String(), dispatch.WithShortcut(mode))
+			if err != nil {
+				log.Fatal(err)
+			}
+			var q int
+			err = c.Call(context.Background(), "Calc.Div", Args{A: 8, B: 2}, &q)
+			fmt.Println("mutual:", mutual, mode, q, err)
+			c.Close()
+		}
+
+		// A client with no certificate: refused where one is required.
+		plainTLS := clientTLS.Clone()
+		plainTLS.Certificates = nil
+		noCert := mux.New(transport.WithTLS(plainTLS))
+		c, err := dispatch.Dial(context.Background(), noCert, l.Addr().String(), dispatch.WithShortcut(dispatch.ShortcutCopy))
+		fmt.Println("mutual:", mutual, "no client certificate, refused:", err != nil)
+		if err == nil {
+			c.Close()
+		}
+
+		noCert.Close()
+		clientTr.Close()
+		srv.Close()
+		serverTr.Close()
+	}
+	// Output:
+	// mutual: false off 4 <nil>
+	// mutual: false copy 4 <nil>
+	// mutual: false no client certificate, refused: false
+	// mutual: true off 4 <nil>
+	// mutual: true copy 4 <nil>
+	// mutual: true no client certificate, refused: true
 }
