@@ -1,7 +1,6 @@
 package mux
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/preface/prefacetest"
 )
 
 // TestConnKilled: the connection under 100 busy streams is closed. Every
@@ -231,7 +231,7 @@ func TestKeepAliveDetectsStall(t *testing.T) {
 // logged through the transport's logger, and a good client on the same
 // listener never notices.
 func TestGarbageClientIsolated(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &prefacetest.LogBuffer{}
 	srv := newTransport(t, transport.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	tr := newTransport(t)
 	l := listen(t, srv)
@@ -242,7 +242,7 @@ func TestGarbageClientIsolated(t *testing.T) {
 	bad, err := net.Dial("tcp", l.Addr().String())
 	require.NoError(t, err)
 	defer bad.Close()
-	_, err = bad.Write([]byte(muxPreface + "GET / HTTP/1.1\r\nHost: example\r\n\r\n" + strings.Repeat("\xff", 4096)))
+	_, err = bad.Write([]byte(prefacetest.Mux.Preface + "GET / HTTP/1.1\r\nHost: example\r\n\r\n" + strings.Repeat("\xff", 4096)))
 	require.NoError(t, err)
 	bad.SetReadDeadline(time.Now().Add(2 * time.Second))
 	_, err = io.ReadAll(bad)
@@ -256,23 +256,6 @@ func TestGarbageClientIsolated(t *testing.T) {
 	roundTrip(t, dial(t, tr, l.Addr().String()), "new stream")
 	assert.Contains(t, logs.String(), "yamux: Invalid protocol version", "yamux's complaint reaches the slog.Logger")
 	assert.Contains(t, logs.String(), "side=server")
-}
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestWriteTimeoutClosesStream: a Send that times out part way through a

@@ -2,17 +2,16 @@ package mux
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/yamux"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/netconn"
 	"github.com/zerodial/transport/internal/preface"
 )
 
@@ -20,9 +19,9 @@ import (
 // session on every connection it accepts, over TLS when configured, once
 // the client has sent the mux preface (WIRE.md). Accept returns the streams
 // the peers open, from all sessions, in the order they arrive. A connection
-// that fails (a bad handshake, a wrong or missing preface within
-// HandshakeTimeout, bytes that are not yamux, a peer that stops answering
-// keepalives) ends its own session only.
+// that fails (a bad handshake, a wrong or missing preface within the
+// handshake timeout of 10 s, bytes that are not yamux, a peer that stops
+// answering keepalives) ends its own session only.
 func (t *Transport) Listen(addr string) (transport.Listener, error) {
 	if t.err != nil {
 		return nil, t.err
@@ -158,24 +157,11 @@ func (l *listener) Close() error {
 // acceptConns accepts connections until Close and serves each on its own
 // goroutine, so a slow handshake holds up nobody else.
 func (l *listener) acceptConns() {
-	var backoff time.Duration
 	for {
-		c, err := l.nl.Accept()
-		if err != nil {
-			if l.isClosed() || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors, say: wait rather than spin.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			l.t.opts.Logger.Warn("mux: accept failed", "addr", l.nl.Addr().String(), "err", err, "retry_in", backoff)
-			select {
-			case <-time.After(backoff):
-				continue
-			case <-l.done:
-				return
-			}
+		c := netconn.Accept(l.nl, l.done, l.t.opts.Logger, "mux")
+		if c == nil {
+			return
 		}
-		backoff = 0
 		go l.serve(c)
 	}
 }
@@ -183,28 +169,19 @@ func (l *listener) acceptConns() {
 // serve sets c up (TLS when configured, then the preface exchange) and runs
 // a server session on it until the session ends.
 func (l *listener) serve(c net.Conn) {
-	tuneConn(c)
 	remote := c.RemoteAddr().String()
 	log := l.t.opts.Logger
-	if cfg := l.t.opts.TLSConfig; cfg != nil {
-		tc := tls.Server(c, cfg)
-		ctx, cancel := context.WithTimeout(l.ctx, l.t.cfg.yamux.ConnectionWriteTimeout)
-		err := tc.HandshakeContext(ctx)
-		cancel()
-		if err != nil {
-			c.Close()
-			if !l.isClosed() {
-				log.Warn("mux: tls handshake failed", "side", "server", "remote", remote, "err", err)
-			}
-			return
-		}
-		c = tc
-	}
 	// Before the tap, which must see yamux's bytes only (track.go); and
 	// before yamux.Server, so a client of another protocol never gets a
-	// session. l.ctx ends with Close, which cuts the exchange short.
-	if err := preface.Exchange(l.ctx, c, preface.Mux, remote, l.t.timeout); err != nil {
-		if !l.isClosed() {
+	// session. l.ctx ends with Close, which cuts the set-up short.
+	c, err := l.t.setup.Server(l.ctx, c, remote)
+	if err != nil {
+		var te *netconn.TLSError
+		switch {
+		case l.isClosed():
+		case errors.As(err, &te):
+			log.Warn("mux: tls handshake failed", "side", "server", "remote", remote, "err", te.Err)
+		default:
 			level := slog.LevelDebug
 			if preface.Mismatch(err) {
 				level = slog.LevelWarn // a zerodial peer, misconfigured

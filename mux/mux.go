@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/yamux"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/netconn"
 	"github.com/zerodial/transport/internal/preface"
 )
 
@@ -21,9 +21,10 @@ type Transport struct {
 	opts transport.Options
 	cfg  config
 	err  error // a configuration error, returned by Dial and Listen
-	// timeout bounds a client's TLS handshake and the preface exchange,
-	// each, on either end.
-	timeout time.Duration
+	// setup sets up the connections sessions run over, on either end: TLS
+	// as configured, then the preface, each step within handshakeTimeout
+	// (a server's TLS handshake within the write timeout).
+	setup netconn.Setup
 
 	// ctx ends with Close; session set-up runs under it.
 	ctx    context.Context
@@ -47,13 +48,12 @@ var (
 	_ transport.WireReporter = (*listener)(nil)
 )
 
-// HandshakeTimeout bounds the preface exchange (WIRE.md) on either end, and
-// a client's TLS handshake; Dial is bounded by its ctx as well. A server's
-// TLS handshake is bounded by the write timeout (WithWriteTimeout).
-const HandshakeTimeout = preface.Timeout
-
-// handshakeTimeout is HandshakeTimeout, shortened by tests that wait for it.
-var handshakeTimeout = HandshakeTimeout
+// handshakeTimeout bounds the preface exchange (WIRE.md: 10 s) on either
+// end, and a client's TLS handshake; Dial is bounded by its ctx as well. A
+// server's TLS handshake is bounded by the write timeout
+// (WithWriteTimeout). A variable so that tests of silent peers need not
+// wait ten seconds.
+var handshakeTimeout = preface.Timeout
 
 // New returns a mux Transport. It understands transport.WithMaxFrameSize,
 // transport.WithTLS and transport.WithLogger, and this package's options
@@ -67,10 +67,16 @@ func New(opts ...transport.Option) *Transport {
 			m.applyMux(&cfg)
 		}
 	}
+	o := transport.Apply(opts...)
 	t := &Transport{
-		opts:    transport.Apply(opts...),
-		cfg:     cfg,
-		timeout: handshakeTimeout,
+		opts: o,
+		cfg:  cfg,
+		setup: netconn.Setup{
+			Proto:            preface.Mux,
+			TLS:              o.TLSConfig,
+			Timeout:          handshakeTimeout,
+			ServerTLSTimeout: cfg.yamux.ConnectionWriteTimeout,
+		},
 		current: make(map[string]*clientSession),
 		all:     make(map[*clientSession]struct{}),
 	}
@@ -97,8 +103,8 @@ func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.Mux,
 // Concurrent Dials to a new address share one connection attempt, and each
 // returns when its own ctx ends. A peer that is not a mux listener of this
 // protocol version — a tcp listener, another server, one that sends nothing
-// within HandshakeTimeout — fails the Dial with an error matching
-// transport.ErrProtocol that says what the peer sent.
+// within the handshake timeout (10 s) — fails the Dial with an error
+// matching transport.ErrProtocol that says what the peer sent.
 //
 // Connecting costs one round trip more than TCP (and TLS) for the preface.
 // Opening a stream costs no round trip: Dial returns once the stream's

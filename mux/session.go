@@ -2,17 +2,13 @@ package mux
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/yamux"
 
 	"github.com/zerodial/transport"
-	"github.com/zerodial/transport/internal/preface"
-	"github.com/zerodial/transport/tcp"
+	"github.com/zerodial/transport/internal/netconn"
 )
 
 // clientSession is the session kept for one remote address, from the first
@@ -168,29 +164,12 @@ func (cs *clientSession) connect(ctx context.Context) (*yamux.Session, error) {
 	t := cs.t
 	c, err := t.cfg.dial(ctx, "tcp", cs.addr)
 	if err != nil {
-		return nil, fmt.Errorf("mux: dial %s: %w", cs.addr, tcp.DialError(ctx, err))
-	}
-	tuneConn(c)
-	if t.opts.TLSConfig != nil {
-		cfg := t.opts.TLSConfig
-		if cfg.ServerName == "" {
-			cfg = cfg.Clone()
-			cfg.ServerName, _, _ = net.SplitHostPort(cs.addr)
-		}
-		tc := tls.Client(c, cfg)
-		// ctx may never end (a Dial with context.Background()): bound the
-		// wait for a silent peer. preface.Exchange replaces the deadline.
-		_ = c.SetDeadline(time.Now().Add(t.timeout))
-		if err := tc.HandshakeContext(ctx); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("mux: tls handshake with %s: %w", cs.addr, tcp.DialError(ctx, err))
-		}
-		c = tc
+		return nil, fmt.Errorf("mux: dial %s: %w", cs.addr, netconn.DialError(ctx, err))
 	}
 	// The preface goes on the connection itself, before the tap, which
 	// must see yamux's bytes only (track.go).
-	if err := preface.Exchange(ctx, c, preface.Mux, cs.addr, t.timeout); err != nil {
-		c.Close()
+	c, err = t.setup.Client(ctx, c, cs.addr)
+	if err != nil {
 		return nil, err
 	}
 	log := newSessionLogger(t.opts.Logger, "client", cs.addr)
@@ -200,14 +179,6 @@ func (cs *clientSession) connect(ctx context.Context) (*yamux.Session, error) {
 		return nil, fmt.Errorf("mux: session with %s: %w", cs.addr, err)
 	}
 	return sess, nil
-}
-
-func tuneConn(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		// Go sets TCP_NODELAY by default; yamux writes each frame's header
-		// and body apart, so say so.
-		_ = tc.SetNoDelay(true)
-	}
 }
 
 // open opens a stream, within ctx. An error wrapping errRetire means the

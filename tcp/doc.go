@@ -7,7 +7,8 @@
 // costs one round trip. Dial fails, with an error matching
 // transport.ErrProtocol, when the peer is not a tcp listener of this
 // version, and a Listener hands out only connections whose client sent the
-// right preface.
+// right preface. NewSocket speaks the same protocol over a connection made
+// some other way (a unix socket, net.Pipe, a proxy's connection).
 //
 // Writes are buffered and flushed once per message, with TCP_NODELAY set, so
 // a message costs one write system call. Many goroutines may Send on one

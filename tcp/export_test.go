@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// SetHandshakeTimeout shortens HandshakeTimeout for the Transports New
-// makes until the test ends, so tests of silent peers need not wait ten
-// seconds. Tests using it must not run in parallel.
+// SetHandshakeTimeout shortens the handshake timeout for the Transports New
+// makes, and for NewSocket, until the test ends, so tests of silent peers
+// need not wait ten seconds. Tests using it must not run in parallel.
 func SetHandshakeTimeout(t testing.TB, d time.Duration) {
 	old := handshakeTimeout
 	handshakeTimeout = d

@@ -2,18 +2,14 @@ package tcp
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/zerodial/transport"
-	"github.com/zerodial/transport/internal/frame"
+	"github.com/zerodial/transport/internal/netconn"
 	"github.com/zerodial/transport/internal/preface"
 )
 
@@ -21,8 +17,10 @@ import (
 // call New.
 type Transport struct {
 	opts transport.Options
-	// timeout bounds the TLS handshake and the preface exchange, each.
-	timeout time.Duration
+	// setup sets up the connections Dial makes and the listeners accept:
+	// TLS as configured, then the preface, each step within
+	// handshakeTimeout.
+	setup netconn.Setup
 }
 
 var (
@@ -35,7 +33,11 @@ var (
 // New returns a TCP Transport. It understands transport.WithMaxFrameSize,
 // transport.WithTLS and transport.WithLogger.
 func New(opts ...transport.Option) *Transport {
-	return &Transport{opts: transport.Apply(opts...), timeout: handshakeTimeout}
+	o := transport.Apply(opts...)
+	return &Transport{
+		opts:  o,
+		setup: netconn.Setup{Proto: preface.TCP, TLS: o.TLSConfig, Timeout: handshakeTimeout},
+	}
 }
 
 // String returns "tcp".
@@ -48,69 +50,30 @@ func (t *Transport) MaxFrameSize() int { return t.opts.MaxFrameSize }
 // certificate as configured (transport.WireReporter).
 func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.TCP, t.opts.TLSConfig) }
 
-// HandshakeTimeout bounds each step of connection set-up that waits for the
+// handshakeTimeout bounds each step of connection set-up that waits for the
 // peer, on either end: the TLS handshake, when TLS is configured, and the
-// exchange of connection prefaces (WIRE.md). Dial is bounded by its ctx as
-// well.
-const HandshakeTimeout = preface.Timeout
-
-// handshakeTimeout is HandshakeTimeout, shortened by tests that wait for it.
-var handshakeTimeout = HandshakeTimeout
+// exchange of connection prefaces (WIRE.md: 10 s). Dial is bounded by its
+// ctx as well. A variable so that tests of silent peers need not wait ten
+// seconds (SetHandshakeTimeout in export_test.go).
+var handshakeTimeout = preface.Timeout
 
 // Dial connects to addr (host:port), completes the TLS handshake when TLS
 // is configured, and exchanges prefaces with the listener (WIRE.md), all
 // within ctx. A peer that is not a tcp listener of this protocol version —
-// a mux listener, another server, one that sends nothing within
-// HandshakeTimeout — fails Dial with an error matching
+// a mux listener, another server, one that sends nothing within the
+// handshake timeout (10 s) — fails Dial with an error matching
 // transport.ErrProtocol that says what the peer sent.
 func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, DialError(ctx, err)
+		return nil, netconn.DialError(ctx, err)
 	}
-	tuneConn(c)
-	if t.opts.TLSConfig != nil {
-		cfg := t.opts.TLSConfig
-		if cfg.ServerName == "" {
-			cfg = cfg.Clone()
-			cfg.ServerName, _, _ = net.SplitHostPort(addr)
-		}
-		tc := tls.Client(c, cfg)
-		// ctx alone would leave a silent peer holding a Dial with no
-		// deadline for ever. preface.Exchange replaces the deadline.
-		_ = c.SetDeadline(time.Now().Add(t.timeout))
-		if err := tc.HandshakeContext(ctx); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("tcp: tls handshake with %s: %w", addr, DialError(ctx, err))
-		}
-		c = tc
-	}
-	if err := preface.Exchange(ctx, c, preface.TCP, addr, t.timeout); err != nil {
-		c.Close()
+	c, err = t.setup.Client(ctx, c, addr)
+	if err != nil {
 		return nil, err
 	}
 	return newSocket(c, t.opts.MaxFrameSize), nil
-}
-
-// DialError maps a dial failure to the transport's errors: a refused
-// connection matches transport.ErrConnectionRefused, and a dial cut short by
-// ctx matches ctx.Err(). The mux transport uses it too.
-func DialError(ctx context.Context, err error) error {
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("%w: %w", transport.ErrConnectionRefused, err)
-	}
-	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
-		return fmt.Errorf("%w: %w", ctxErr, err)
-	}
-	return err
-}
-
-func tuneConn(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		// Go sets TCP_NODELAY by default; say so, since frames depend on it.
-		_ = tc.SetNoDelay(true)
-	}
 }
 
 // acceptBacklog bounds the connections a listener holds that Accept has not
@@ -125,8 +88,8 @@ const acceptBacklog = 256
 // up — TLS handshake when configured, then the preface exchange — on a
 // goroutine of its own, so a slow or silent peer holds up nobody else, and
 // reaches Accept only once set up. One that fails, or takes longer than
-// HandshakeTimeout for a step, is closed and logged (Debug, or Warn for a
-// zerodial peer of another protocol or version, or a failed TLS
+// the handshake timeout (10 s) for a step, is closed and logged (Debug, or
+// Warn for a zerodial peer of another protocol or version, or a failed TLS
 // handshake). At most 256 connections wait for Accept, set up or being set
 // up; more wait in the kernel's backlog.
 func (t *Transport) Listen(addr string) (transport.Listener, error) {
@@ -137,7 +100,7 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 	l := &listener{
 		nl:      nl,
 		opts:    t.opts,
-		timeout: t.timeout,
+		setup:   t.setup,
 		slots:   make(chan struct{}, acceptBacklog),
 		ready:   make(chan net.Conn, acceptBacklog),
 		done:    make(chan struct{}),
@@ -148,9 +111,9 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 }
 
 type listener struct {
-	nl      net.Listener
-	opts    transport.Options
-	timeout time.Duration
+	nl    net.Listener
+	opts  transport.Options
+	setup netconn.Setup
 
 	// slots holds a token for every connection taken from nl and not yet
 	// returned by Accept or closed. ready, as large, holds the connections
@@ -199,30 +162,17 @@ func (l *listener) Accept() (transport.Socket, error) {
 // acceptConns takes connections from the kernel while there is a slot for
 // them, and sets up each on its own goroutine.
 func (l *listener) acceptConns() {
-	var backoff time.Duration
 	for {
 		select {
 		case l.slots <- struct{}{}:
 		case <-l.done:
 			return
 		}
-		c, err := l.nl.Accept()
-		if err != nil {
+		c := netconn.Accept(l.nl, l.done, l.opts.Logger, "tcp")
+		if c == nil {
 			<-l.slots
-			if l.Closed() || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of file descriptors, say: wait rather than spin.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			l.opts.Logger.Warn("tcp: accept failed", "addr", l.nl.Addr().String(), "err", err, "retry_in", backoff)
-			select {
-			case <-time.After(backoff):
-				continue
-			case <-l.done:
-				return
-			}
+			return
 		}
-		backoff = 0
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
@@ -239,13 +189,15 @@ func (l *listener) acceptConns() {
 	}
 }
 
-// setUp completes TLS and the preface exchange on c, then queues it for
-// Accept; it closes c when either fails or the listener closes first.
+// setUp completes TLS and the preface exchange on raw, then queues the
+// connection for Accept; it closes it when either fails or the listener
+// closes first.
 func (l *listener) setUp(raw net.Conn) {
 	defer l.wg.Done()
-	tuneConn(raw)
 	remote := raw.RemoteAddr().String()
-	c, err := l.handshake(raw, remote)
+	// No ctx: Close ends a set-up by closing raw, which it finds in
+	// l.setting.
+	c, err := l.setup.Server(context.Background(), raw, remote)
 
 	l.mu.Lock()
 	delete(l.setting, raw)
@@ -258,7 +210,7 @@ func (l *listener) setUp(raw net.Conn) {
 	l.mu.Unlock()
 	if err != nil && !closed {
 		level := slog.LevelDebug
-		if preface.Mismatch(err) || errors.As(err, new(*tlsError)) {
+		if preface.Mismatch(err) || errors.As(err, new(*netconn.TLSError)) {
 			level = slog.LevelWarn // a zerodial peer, misconfigured
 		}
 		l.opts.Logger.Log(context.Background(), level, "tcp: connection dropped before Accept",
@@ -266,29 +218,6 @@ func (l *listener) setUp(raw net.Conn) {
 	}
 	c.Close()
 	<-l.slots
-}
-
-// tlsError marks a failed server TLS handshake, for the log level.
-type tlsError struct{ err error }
-
-func (e *tlsError) Error() string { return "tcp: tls handshake: " + e.err.Error() }
-func (e *tlsError) Unwrap() error { return e.err }
-
-// handshake runs the server side of TLS, when configured, and of the
-// preface exchange, each within l.timeout. It returns the connection to
-// use: c, or its TLS wrapping.
-func (l *listener) handshake(c net.Conn, remote string) (net.Conn, error) {
-	if cfg := l.opts.TLSConfig; cfg != nil {
-		tc := tls.Server(c, cfg)
-		ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
-		err := tc.HandshakeContext(ctx)
-		cancel()
-		if err != nil {
-			return c, &tlsError{err}
-		}
-		c = tc
-	}
-	return c, preface.Exchange(context.Background(), c, preface.TCP, remote, l.timeout)
 }
 
 // Close stops listening: the address is free when it returns, pending and
@@ -328,5 +257,3 @@ func (l *listener) Close() error {
 }
 
 func (l *listener) Addr() net.Addr { return l.nl.Addr() }
-
-func newSocket(c net.Conn, max int) transport.Socket { return frame.NewSocket(c, max) }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/preface/prefacetest"
 	"github.com/zerodial/transport/internal/testcert"
 	"github.com/zerodial/transport/tcp"
 )
@@ -36,9 +37,6 @@ func acceptOne(t *testing.T, l transport.Listener) <-chan transport.Socket {
 	return ch
 }
 
-// tcpPreface is the connection preface of the tcp transport (WIRE.md).
-const tcpPreface = "ZDIALt\x01\x00"
-
 // rawPeer connects a plain TCP connection to l, exchanges prefaces on it,
 // and returns it with the socket l made for it.
 func rawPeer(t *testing.T, l transport.Listener) (net.Conn, transport.Socket) {
@@ -46,12 +44,12 @@ func rawPeer(t *testing.T, l transport.Listener) (net.Conn, transport.Socket) {
 	c, err := net.Dial("tcp", l.Addr().String())
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	_, err = c.Write([]byte(tcpPreface))
+	_, err = c.Write([]byte(prefacetest.TCP.Preface))
 	require.NoError(t, err)
-	got := make([]byte, len(tcpPreface))
+	got := make([]byte, len(prefacetest.TCP.Preface))
 	_, err = io.ReadFull(c, got)
 	require.NoError(t, err)
-	require.Equal(t, tcpPreface, string(got), "the listener's preface")
+	require.Equal(t, prefacetest.TCP.Preface, string(got), "the listener's preface")
 	return c, <-accepted
 }
 

@@ -153,10 +153,13 @@ func isTimeout(err error) bool {
 // write on a net.Conn return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// Exchange writes the preface of proto to c, then reads and checks the
+// Exchange writes the preface of proto to c and reads and checks the
 // peer's; both ends do so at once, so the exchange costs one round trip.
-// It reads exactly the peer's preface and nothing after it, so c can be
-// handed on unwrapped. peer names the peer in errors.
+// The write does not wait for the peer's preface, nor the read for the
+// write, so it works over a connection whose writes wait for the peer to
+// read (net.Pipe), where both ends writing first would wait for each
+// other. It reads exactly the peer's preface and nothing after it, so c can
+// be handed on unwrapped. peer names the peer in errors.
 //
 // It gives up after timeout, or when ctx ends, whichever is first; the
 // error then matches ctx.Err(). A peer that sends something else, closes
@@ -203,18 +206,45 @@ func peerFault(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || isTimeout(err)
 }
 
-// exchange writes proto's preface and reads the peer's. It returns the
-// peer's bytes (never nil once the write succeeded, nil if it failed) and
-// the error that ended the read: nil for a whole preface, ErrForeign as
-// soon as the bytes cannot be one, or the read error, io.EOF turned into
-// io.ErrUnexpectedEOF after part of a preface.
+// exchange writes proto's preface and reads the peer's, the write on a
+// goroutine of its own so that neither waits for the other. It returns the
+// peer's bytes (never nil once the write succeeded, nil if it failed but
+// for a timeout) and the error that ended the exchange: nil for a whole
+// preface, the write's error, ErrForeign as soon as the bytes cannot be
+// one, or the read error, io.EOF turned into io.ErrUnexpectedEOF after
+// part of a preface.
+//
+// It returns only once the write has: the connection's deadline bounds it.
+// A failed read does not cut the write short, so that a peer of the wrong
+// kind still learns what this end speaks (WIRE.md, "Mismatch").
 func exchange(c net.Conn, proto byte) ([]byte, error) {
-	var out [Len]byte
-	if _, err := c.Write(Of(proto).Append(out[:0])); err != nil {
-		return nil, fmt.Errorf("write: %w", err)
+	wrote := make(chan error, 1)
+	go func() {
+		var out [Len]byte
+		_, err := c.Write(Of(proto).Append(out[:0]))
+		if err != nil {
+			// The exchange has failed: end the read now rather than at
+			// the deadline. The caller closes c.
+			_ = c.SetReadDeadline(aLongTimeAgo)
+		}
+		wrote <- err
+	}()
+	got, rerr := readPreface(c)
+	werr := <-wrote
+	// A write that failed says more than the read it spoiled, as when the
+	// write came first and the read never happened; except a write that
+	// timed out, which only a peer that reads nothing causes (the preface
+	// fits in any socket buffer), and whose read, if it timed out too,
+	// says what, if anything, the peer sent.
+	if werr != nil && (rerr == nil || !isTimeout(werr)) {
+		return nil, fmt.Errorf("write: %w", werr)
 	}
-	// Read no further than Len: the bytes after the preface belong to
-	// whoever takes the connection next.
+	return got, rerr
+}
+
+// readPreface reads the peer's preface, and no further: the bytes after it
+// belong to whoever takes the connection next.
+func readPreface(c net.Conn) ([]byte, error) {
 	buf := make([]byte, Len)
 	n := 0
 	for n < Len {

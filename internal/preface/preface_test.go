@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/preface/prefacetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -84,24 +85,10 @@ func TestErrorText(t *testing.T) {
 	}
 }
 
-// pair returns the two ends of a loopback TCP connection. net.Pipe will not
-// do: its writes wait for the reader, and both ends write first.
-func pair(t *testing.T) (a, b net.Conn) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, _ := l.Accept()
-		ch <- c
-	}()
-	a, err = net.Dial("tcp", l.Addr().String())
-	require.NoError(t, err)
-	b = <-ch
-	require.NotNil(t, b)
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
-}
+// pair returns the two ends of a loopback TCP connection, closed when the
+// test ends. TestExchangePipe covers a connection whose writes wait for the
+// reader.
+func pair(t *testing.T) (a, b net.Conn) { return prefacetest.Loopback(t) }
 
 // both runs Exchange on both ends at once and returns their errors.
 func both(ctx context.Context, a, b net.Conn, pa, pb byte) (errA, errB error) {
@@ -134,6 +121,59 @@ func TestExchange(t *testing.T) {
 func TestExchangeBoth(t *testing.T) {
 	a, b := pair(t)
 	require.NoError(t, errors.Join(both(t.Context(), a, b, Mux, Mux)))
+}
+
+// TestExchangePipe: over net.Pipe a write waits for the peer's read, and
+// both ends write first; the exchange still completes, and a mismatch is
+// still named, on both ends.
+func TestExchangePipe(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	require.NoError(t, errors.Join(both(t.Context(), a, b, TCP, TCP)))
+	// Nothing of the preface is left over: the next message is the next.
+	go b.Write([]byte("next"))
+	buf := make([]byte, 4)
+	_, err := io.ReadFull(a, buf)
+	require.NoError(t, err)
+	assert.Equal(t, "next", string(buf))
+
+	a, b = net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	errA, errB := both(t.Context(), a, b, TCP, Mux)
+	assert.EqualError(t, errA, "tcp: b speaks zerodial mux/1, not tcp/1")
+	assert.EqualError(t, errB, "mux: a speaks zerodial tcp/1, not mux/1")
+}
+
+// TestExchangePipeSilent: over net.Pipe a silent peer reads nothing either,
+// so the write times out with the read; the error says what the peer did
+// not send, as over TCP.
+func TestExchangePipeSilent(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	err := Exchange(t.Context(), a, TCP, "b", 100*time.Millisecond)
+	assert.EqualError(t, err, "tcp: b sent no preface within 100ms")
+	assert.ErrorIs(t, err, transport.ErrProtocol)
+}
+
+// failingWrites is a connection whose writes fail at once.
+type failingWrites struct{ net.Conn }
+
+func (failingWrites) Write([]byte) (int, error) { return 0, errors.New("broken") }
+
+// TestExchangeWriteFails: a failed write ends the exchange at once, with
+// the write's error, rather than leaving the read to wait for the timeout.
+func TestExchangeWriteFails(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	start := time.Now()
+	err := Exchange(t.Context(), failingWrites{a}, TCP, "b", time.Minute)
+	assert.EqualError(t, err, "tcp: preface with b: write: broken")
+	assert.NotErrorIs(t, err, transport.ErrProtocol, "this end failed, not the peer")
+	assert.Less(t, time.Since(start), time.Second, "the read outlived the failed write")
 }
 
 func TestExchangeMismatch(t *testing.T) {

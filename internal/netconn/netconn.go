@@ -1,0 +1,44 @@
+// Package netconn holds what the tcp and mux transports do alike with a
+// network connection, so that each concern has one owner: the errors of a
+// failed dial (this file), tuning a connection, setting one up as either
+// end — TLS, then the connection preface of WIRE.md — (setup.go), and a
+// listener's accept loop (accept.go). The transports differ in what they
+// run over the connection once it is set up, not in how they get it.
+package netconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/zerodial/transport"
+)
+
+// DialError maps a dial failure to the transport's errors, as the
+// transport.Transport contract asks of Dial: a refused connection matches
+// transport.ErrConnectionRefused, and a dial cut short by ctx matches
+// ctx.Err() (the net package's error does not always say so). Other errors
+// are returned as they are.
+func DialError(ctx context.Context, err error) error {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%w: %w", transport.ErrConnectionRefused, err)
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("%w: %w", ctxErr, err)
+	}
+	return err
+}
+
+// Tune sets what the transports need of a TCP connection, and leaves other
+// connections alone: TCP_NODELAY, which Go sets by default, set again so
+// that nothing relies on the default. Both transports write a message's
+// bytes in as few writes as they can (tcp one per message, yamux a
+// frame's header and body apart), and Nagle's algorithm would hold the
+// last of them back for a round trip.
+func Tune(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+}

@@ -1,0 +1,62 @@
+package netconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/preface/prefacetest"
+)
+
+func TestDialErrorRefused(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	var d net.Dialer
+	_, err = d.DialContext(t.Context(), "tcp", addr)
+	require.Error(t, err)
+	err = DialError(t.Context(), err)
+	assert.ErrorIs(t, err, transport.ErrConnectionRefused)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED, "the net package's error is kept")
+}
+
+func TestDialErrorContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The net package may report a cancelled dial without ctx's error.
+	netErr := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("operation was canceled")}
+	err := DialError(ctx, netErr)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, netErr)
+
+	// An error that already says so is left alone.
+	wrapped := fmt.Errorf("dial: %w", context.Canceled)
+	assert.Same(t, wrapped, DialError(ctx, wrapped))
+}
+
+func TestDialErrorOther(t *testing.T) {
+	other := errors.New("no route to host")
+	assert.Same(t, other, DialError(t.Context(), other))
+	assert.Equal(t, os.ErrDeadlineExceeded, DialError(t.Context(), os.ErrDeadlineExceeded))
+}
+
+// TestTuneOther: a connection that is not TCP is left alone.
+func TestTuneOther(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	assert.NotPanics(t, func() { Tune(a) })
+}
+
+// tcpPair returns the two ends of a loopback TCP connection, closed when
+// the test ends.
+func tcpPair(t *testing.T) (client, server net.Conn) { return prefacetest.Loopback(t) }

@@ -1,0 +1,107 @@
+package netconn
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/zerodial/transport/internal/preface"
+)
+
+// Setup says how a transport sets a connection up before it carries
+// anything: TLS when configured, then the exchange of connection prefaces
+// (WIRE.md, section 2), each step bounded in time so that a silent peer
+// cannot hold a Dial or a listener's slot for ever. tcp and mux differ only
+// in the protocol byte and in what bounds a server's TLS handshake.
+type Setup struct {
+	// Proto is the preface's protocol byte, preface.TCP or preface.Mux. It
+	// also names the transport in errors ("tcp: ...").
+	Proto byte
+	// TLS, when not nil, makes the connection TLS: a client configuration
+	// for Client, a server one for Server.
+	TLS *tls.Config
+	// Timeout bounds the preface exchange and a client's TLS handshake,
+	// each.
+	Timeout time.Duration
+	// ServerTLSTimeout bounds a server's TLS handshake; zero means Timeout.
+	// mux bounds it by its write timeout, as it did before the preface.
+	ServerTLSTimeout time.Duration
+}
+
+func (s Setup) name() string { return preface.ProtocolName(s.Proto) }
+
+// Client sets c up as the dialling end: c was just dialled to addr, which
+// names the peer in errors and, when the TLS configuration has no
+// ServerName, gives the name the server's certificate must hold. It
+// returns the connection to use, c or its TLS wrapping. Every step ends
+// when ctx does, with an error matching ctx.Err(); a peer that is not of
+// the protocol fails with an error matching transport.ErrProtocol. On
+// failure c is closed.
+func (s Setup) Client(ctx context.Context, c net.Conn, addr string) (net.Conn, error) {
+	Tune(c)
+	if s.TLS != nil {
+		cfg := s.TLS
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(c, cfg)
+		// ctx may never end (a Dial with context.Background()): bound the
+		// wait for a silent peer. preface.Exchange replaces the deadline.
+		_ = c.SetDeadline(time.Now().Add(s.Timeout))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: tls handshake with %s: %w", s.name(), addr, DialError(ctx, err))
+		}
+		c = tc
+	}
+	if err := preface.Exchange(ctx, c, s.Proto, addr, s.Timeout); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Server sets c up as the listening end: c was just accepted from remote,
+// which names the peer in errors. It returns the connection to use, c or
+// its TLS wrapping. ctx cuts the set-up short (mux ends it when its
+// listener closes; tcp closes the connection instead). A failed TLS
+// handshake is a *TLSError, so that the listener can log it as the
+// misconfiguration it usually is; a client that is not of the protocol
+// fails with an error matching transport.ErrProtocol.
+//
+// On failure the caller closes the connection returned (c, or its TLS
+// wrapping once the handshake is done), after it has logged why: a peer
+// that sees the connection end can then count on finding the reason in
+// the log.
+func (s Setup) Server(ctx context.Context, c net.Conn, remote string) (net.Conn, error) {
+	Tune(c)
+	if s.TLS != nil {
+		tc := tls.Server(c, s.TLS)
+		hctx, cancel := context.WithTimeout(ctx, cmp.Or(s.ServerTLSTimeout, s.Timeout))
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			return c, &TLSError{Transport: s.name(), Err: err}
+		}
+		c = tc
+	}
+	return c, preface.Exchange(ctx, c, s.Proto, remote, s.Timeout)
+}
+
+// TLSError is a server's failed TLS handshake. A zerodial client that
+// reaches a TLS listener without TLS, or with a certificate it refuses,
+// fails here: a misconfiguration, worth a warning where a port scanner is
+// not.
+type TLSError struct {
+	Transport string // "tcp" or "mux": who reports
+	Err       error  // the handshake's error
+}
+
+func (e *TLSError) Error() string { return e.Transport + ": tls handshake: " + e.Err.Error() }
+
+// Unwrap returns the handshake's error.
+func (e *TLSError) Unwrap() error { return e.Err }

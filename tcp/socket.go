@@ -1,0 +1,67 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/frame"
+	"github.com/zerodial/transport/internal/netconn"
+	"github.com/zerodial/transport/internal/preface"
+)
+
+// NewSocket speaks the tcp protocol over conn, a connection made some other
+// way than by Dial and Listen: one end of a unix socket or of net.Pipe, a
+// connection from a proxy, a pool or a listener of the caller's own. It
+// exchanges the connection preface (WIRE.md, section 2) over conn and
+// returns a Socket of frames over it. The exchange is symmetric, so either
+// end may call NewSocket, and it interoperates with Dial and with a
+// Listener of this package on the other end.
+//
+// The exchange ends when ctx does, with an error matching ctx.Err(), and
+// after the handshake timeout (10 s) at the latest. A peer that is not of
+// this protocol and version — a mux peer, another server, one that sends
+// nothing — fails it with an error matching transport.ErrProtocol that
+// says what the peer sent, as Dial's does. On failure conn is closed. A
+// *net.TCPConn gets TCP_NODELAY, as Dial's connections do, since a message
+// is one write.
+//
+// TLS is the caller's business: pass a *tls.Conn, whose handshake the
+// first read or write completes (bounded like the exchange). WithTLS is
+// refused rather than ignored, since a caller who passed it expects a
+// connection it does not get. Of the options, NewSocket honours
+// transport.WithMaxFrameSize, and transport.WithLogger, which hears of a
+// failed exchange as a listener would (a warning for a zerodial peer of
+// another protocol or version, debug otherwise).
+func NewSocket(ctx context.Context, conn net.Conn, opts ...transport.Option) (transport.Socket, error) {
+	o := transport.Apply(opts...)
+	peer := "peer"
+	if a := conn.RemoteAddr(); a != nil {
+		peer = a.String()
+	}
+	if o.TLSConfig != nil {
+		conn.Close()
+		return nil, fmt.Errorf("tcp: NewSocket with %s: %w", peer, errTLSOption)
+	}
+	// Without TLS, Client's set-up is the exchange alone, the same on
+	// either end; and it closes conn on failure, as NewSocket must.
+	setup := netconn.Setup{Proto: preface.TCP, Timeout: handshakeTimeout}
+	c, err := setup.Client(ctx, conn, peer)
+	if err != nil {
+		level := slog.LevelDebug
+		if preface.Mismatch(err) {
+			level = slog.LevelWarn // a zerodial peer, misconfigured
+		}
+		o.Logger.Log(ctx, level, "tcp: NewSocket failed", "remote", peer, "err", err)
+		return nil, err
+	}
+	return newSocket(c, o.MaxFrameSize), nil
+}
+
+// errTLSOption refuses transport.WithTLS in NewSocket.
+var errTLSOption = errors.New("transport.WithTLS is not for NewSocket: wrap the connection with tls.Client or tls.Server")
+
+func newSocket(c net.Conn, max int) transport.Socket { return frame.NewSocket(c, max) }

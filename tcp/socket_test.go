@@ -1,0 +1,169 @@
+package tcp_test
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/preface/prefacetest"
+	"github.com/zerodial/transport/mux"
+	"github.com/zerodial/transport/tcp"
+)
+
+// newSocketAsync runs NewSocket on c on a goroutine, for the end whose peer
+// is set up on the test's own goroutine; the socket is closed when the test
+// ends.
+func newSocketAsync(t *testing.T, c net.Conn, opts ...transport.Option) <-chan transport.Socket {
+	ch := make(chan transport.Socket, 1)
+	go func() {
+		s, err := tcp.NewSocket(context.Background(), c, opts...)
+		if !assert.NoError(t, err) {
+			close(ch)
+			return
+		}
+		t.Cleanup(func() { s.Close() })
+		ch <- s
+	}()
+	return ch
+}
+
+// exchangeOne sends one message each way between a and b, each Send on a
+// goroutine, since over net.Pipe a Send waits for the peer's Recv.
+func exchangeOne(t *testing.T, a, b transport.Socket) {
+	t.Helper()
+	for _, dir := range []struct {
+		from, to transport.Socket
+		body     string
+	}{{a, b, "a to b"}, {b, a, "b to a"}} {
+		sent := make(chan error, 1)
+		go func() { sent <- dir.from.Send(&transport.Message{Body: []byte(dir.body)}) }()
+		var m transport.Message
+		require.NoError(t, dir.to.Recv(&m))
+		assert.Equal(t, dir.body, string(m.Body))
+		require.NoError(t, <-sent)
+	}
+}
+
+// TestNewSocketPipe: NewSocket on both ends of net.Pipe, whose writes wait
+// for the peer's read, sets both up; each honours its frame limit.
+func TestNewSocketPipe(t *testing.T) {
+	a, b := net.Pipe()
+	bs := newSocketAsync(t, b, transport.WithMaxFrameSize(64))
+	as, err := tcp.NewSocket(t.Context(), a)
+	require.NoError(t, err)
+	defer as.Close()
+	bSock := <-bs
+	require.NotNil(t, bSock)
+	exchangeOne(t, as, bSock)
+	assert.ErrorIs(t, bSock.Send(&transport.Message{Body: make([]byte, 65)}), transport.ErrFrameTooLarge)
+	assert.Equal(t, "pipe", as.RemoteAddr().String())
+}
+
+// TestNewSocketToListener: the client end of a connection dialled by hand
+// speaks to a tcp listener.
+func TestNewSocketToListener(t *testing.T) {
+	l, err := tcp.New().Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	accepted := acceptOne(t, l)
+	c, err := net.Dial("tcp", l.Addr().String())
+	require.NoError(t, err)
+	s, err := tcp.NewSocket(t.Context(), c)
+	require.NoError(t, err)
+	defer s.Close()
+	exchangeOne(t, s, <-accepted)
+}
+
+// TestDialToNewSocket: tcp.Dial speaks to NewSocket on a connection
+// accepted by hand, and so does a TLS Dial when the caller wraps the
+// connection in TLS.
+func TestDialToNewSocket(t *testing.T) {
+	serverCfg, clientCfg := selfSigned(t)
+	for name, tc := range map[string]struct {
+		wrap func(net.Conn) net.Conn
+		opts []transport.Option
+	}{
+		"plain": {func(c net.Conn) net.Conn { return c }, nil},
+		"tls":   {func(c net.Conn) net.Conn { return tls.Server(c, serverCfg) }, []transport.Option{transport.WithTLS(clientCfg)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			server := make(chan transport.Socket, 1)
+			addr := prefacetest.RawListener(t, func(c net.Conn) {
+				server <- <-newSocketAsync(t, tc.wrap(c))
+				<-t.Context().Done() // RawListener closes c when this returns
+			})
+			c, err := tcp.New(tc.opts...).Dial(t.Context(), addr)
+			require.NoError(t, err)
+			defer c.Close()
+			s := <-server
+			require.NotNil(t, s)
+			exchangeOne(t, c, s)
+		})
+	}
+}
+
+// TestNewSocketMuxListener: a mux listener on the other end fails NewSocket
+// as it fails Dial, naming what it speaks; conn is closed, and the logger
+// hears of it as of a misconfigured peer.
+func TestNewSocketMuxListener(t *testing.T) {
+	srv := mux.New()
+	defer srv.Close()
+	l, err := srv.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	require.NoError(t, err)
+	logs := &prefacetest.LogBuffer{}
+	_, err = tcp.NewSocket(t.Context(), c, transport.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	require.ErrorIs(t, err, transport.ErrProtocol)
+	assert.EqualError(t, err, "tcp: "+l.Addr().String()+" speaks zerodial mux/1, not tcp/1")
+	_, err = c.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, net.ErrClosed, "NewSocket left conn open")
+	assert.Contains(t, logs.String(), "level=WARN")
+	assert.Contains(t, logs.String(), "speaks zerodial mux/1, not tcp/1")
+}
+
+// TestNewSocketSilentPeer: a peer that never answers holds NewSocket no
+// longer than ctx, and, with a ctx that never ends, no longer than the
+// handshake timeout; conn is closed either way.
+func TestNewSocketSilentPeer(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := tcp.NewSocket(ctx, a)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), time.Second, "NewSocket outlived its context")
+	_, err = a.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewSocket left conn open")
+
+	tcp.SetHandshakeTimeout(t, 200*time.Millisecond)
+	a, b = net.Pipe()
+	defer b.Close()
+	start = time.Now()
+	_, err = tcp.NewSocket(context.Background(), a)
+	assert.ErrorIs(t, err, transport.ErrProtocol)
+	assert.EqualError(t, err, "tcp: pipe sent no preface within 200ms")
+	assert.Less(t, time.Since(start), time.Second, "NewSocket outlived the handshake timeout")
+}
+
+// TestNewSocketRefusesTLSOption: WithTLS would promise a TLS connection
+// NewSocket does not make; it fails, and closes conn, instead.
+func TestNewSocketRefusesTLSOption(t *testing.T) {
+	_, clientCfg := selfSigned(t)
+	a, b := net.Pipe()
+	defer b.Close()
+	_, err := tcp.NewSocket(t.Context(), a, transport.WithTLS(clientCfg))
+	assert.ErrorContains(t, err, "tcp: NewSocket with pipe: transport.WithTLS is not for NewSocket")
+	_, err = a.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewSocket left conn open")
+}
