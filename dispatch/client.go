@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/zerodial/transport"
-	"github.com/zerodial/transport/codec"
 )
 
 // Client calls the methods of one address. It is safe for concurrent use:
@@ -72,11 +71,9 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 	if tr == nil {
 		return nil, errors.New("dispatch: Dial with a nil Transport")
 	}
-	o := clientOptions{codec: codec.Msgpack}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
+	o, err := newClientOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), wire: wireOf(tr), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize}
 	c.life, c.endLife = context.WithCancel(context.Background())
@@ -99,18 +96,17 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 // tcp.NewSocket over a connection the program already has. The Client owns
 // sock, and Close closes it. It has no address to dial again: once sock
 // fails, its calls fail with ErrShutdown. WithShortcut has no effect on it.
-func NewClient(sock transport.Socket, opts ...ClientOption) *Client {
-	o := clientOptions{codec: codec.Msgpack}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
+// The error joins every invalid option.
+func NewClient(sock transport.Socket, opts ...ClientOption) (*Client, error) {
+	o, err := newClientOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	o.shortcut = ShortcutOff
 	c := &Client{addr: sock.RemoteAddr().String(), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize}
 	c.life, c.endLife = context.WithCancel(context.Background())
-	c.conn = newClientConn(sock, o.codec)
-	return c
+	c.conn = newClientConn(sock, o.codec, o.logger)
+	return c, nil
 }
 
 // connect returns the live connection, dialling one if there is none. One
@@ -177,7 +173,7 @@ func (c *Client) dial(ctx context.Context, d *dialing) (*clientConn, error) {
 		if c.conn != nil {
 			c.conn.sock.Close() // failed: free what it holds
 		}
-		c.conn = newClientConn(sock, c.opts.codec)
+		c.conn = newClientConn(sock, c.opts.codec, c.opts.logger)
 	}
 	if c.closed {
 		err = ErrShutdown

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ type clientConn struct {
 	sock  transport.Socket
 	codec codec.Codec
 	ctype string
+	log   *slog.Logger // says why the connection failed (WithLogger)
 
 	// sending is the send lock: a channel, so a caller can stop waiting
 	// for it when its context ends.
@@ -54,11 +56,12 @@ var abandoned = new(pending)
 
 var pendings = sync.Pool{New: func() any { return &pending{done: make(chan struct{}, 1)} }}
 
-func newClientConn(sock transport.Socket, c codec.Codec) *clientConn {
+func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger) *clientConn {
 	cc := &clientConn{
 		sock:    sock,
 		codec:   c,
 		ctype:   c.Name(),
+		log:     log,
 		req:     transport.Message{Header: make(map[string]string, 4)},
 		sending: make(chan struct{}, 1),
 		pending: make(map[uint64]*pending),
@@ -219,7 +222,8 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 		// Part of the frame may be out: the connection cannot be trusted.
 		// The caller gets what the read loop gives the calls it fails when
 		// the peer goes, so that one failure reads the same whichever end
-		// notices it first.
+		// notices it first; the cause goes to the log.
+		cc.log.Warn("dispatch: sending failed; closing the connection", "remote", cc.sock.RemoteAddr(), "method", name, "err", err)
 		cc.fail(ErrShutdown)
 		cc.sock.Close()
 		if ctx.Err() != nil {
@@ -308,12 +312,16 @@ func (cc *clientConn) readLoop() {
 	var m transport.Message
 	for {
 		if err := cc.sock.Recv(&m); err != nil {
+			if !cc.failed() { // not closed by this end
+				cc.log.Warn("dispatch: connection failed", "remote", cc.sock.RemoteAddr(), "err", err)
+			}
 			cc.fail(ErrShutdown)
 			cc.sock.Close() // the peer is gone; free what the socket holds
 			return
 		}
 		seq, err := rpcwire.ParseSeq(m.Header)
 		if err != nil {
+			cc.log.Warn("dispatch: closing connection: reply without a valid Seq", "remote", cc.sock.RemoteAddr(), "err", err)
 			cc.fail(ErrShutdown)
 			cc.sock.Close()
 			return

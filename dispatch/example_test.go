@@ -180,7 +180,10 @@ func ExampleNewClient() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := dispatch.NewClient(accepted)
+	c, err := dispatch.NewClient(accepted)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer c.Close()
 	var name string
 	if err := c.Call(context.Background(), "Caller.Name", nil, &name); err != nil {

@@ -1,20 +1,42 @@
 package dispatch
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/zerodial/transport/codec"
 )
 
-// ServerOption configures NewServer.
-type ServerOption func(*serverOptions)
+// ServerOption configures NewServer. Options are checked when the Server
+// first serves: Serve and Start report every invalid one at once.
+type ServerOption interface{ applyServer(*serverOptions) }
+
+// ClientOption configures Dial and NewClient, which report every invalid
+// one at once.
+type ClientOption interface{ applyClient(*clientOptions) }
+
+// Option configures a Server and a Client alike.
+type Option interface {
+	ServerOption
+	ClientOption
+}
 
 type serverOptions struct {
 	interceptors []Interceptor
 	logger       *slog.Logger
 	codecs       map[string]codec.Codec
 	maxConnCalls int
+	errs         []error // invalid options, reported by Serve and Start
 }
+
+type serverOption func(*serverOptions)
+
+func (f serverOption) applyServer(o *serverOptions) { f(o) }
+
+type clientOption func(*clientOptions)
+
+func (f clientOption) applyClient(o *clientOptions) { f(o) }
 
 // DefaultMaxCallsPerConn is how many calls one connection may have in
 // flight at once unless WithMaxCallsPerConn says otherwise.
@@ -22,70 +44,83 @@ const DefaultMaxCallsPerConn = 4096
 
 // WithMaxCallsPerConn bounds the calls one network connection may have in
 // flight at once; a call beyond it is answered at once with
-// CodeResourceExhausted.
-// Each call holds a goroutine and its decoded arguments, so without a bound
-// one peer could make the server hold as many as it cares to send. The
-// shortcut, which no remote peer drives, has no such bound. Values below 1
-// keep the default.
+// CodeResourceExhausted. Each call holds a goroutine and its decoded
+// arguments, so without a bound one peer could make the server hold as many
+// as it cares to send. The shortcut, which no remote peer drives, has no
+// such bound. n must be at least 1.
 func WithMaxCallsPerConn(n int) ServerOption {
-	return func(o *serverOptions) {
-		if n > 0 {
-			o.maxConnCalls = n
+	return serverOption(func(o *serverOptions) {
+		if n < 1 {
+			o.errs = append(o.errs, fmt.Errorf("dispatch: WithMaxCallsPerConn(%d): must be at least 1", n))
+			return
 		}
-	}
+		o.maxConnCalls = n
+	})
 }
 
 // WithInterceptors appends interceptors to the server's chain. They wrap
 // every call on every path, the first given outermost.
 func WithInterceptors(ics ...Interceptor) ServerOption {
-	return func(o *serverOptions) {
-		for _, ic := range ics {
-			if ic != nil {
-				o.interceptors = append(o.interceptors, ic)
+	return serverOption(func(o *serverOptions) {
+		for i, ic := range ics {
+			if ic == nil {
+				o.errs = append(o.errs, fmt.Errorf("dispatch: WithInterceptors: interceptor %d is nil", i))
+				continue
 			}
+			o.interceptors = append(o.interceptors, ic)
 		}
-	}
+	})
 }
 
-// WithServerLogger sends the server's diagnostics (handler panics with their
-// stacks, connections closed for protocol errors) to l. By default they are
-// discarded.
-func WithServerLogger(l *slog.Logger) ServerOption {
-	return func(o *serverOptions) {
-		if l != nil {
-			o.logger = l
-		}
+// loggerOption is WithLogger's: one option for both ends.
+type loggerOption struct{ l *slog.Logger }
+
+func (o loggerOption) applyServer(s *serverOptions) { s.logger = o.l }
+func (o loggerOption) applyClient(c *clientOptions) { c.logger = o.l }
+
+// WithLogger sends diagnostics to l: a Server's (handler panics with their
+// stacks, connections closed for protocol errors, methods Register ignored,
+// Accept failures), a Client's (connections that failed, and why — the cause
+// behind an ErrShutdown). By default they are discarded, as they are for a
+// nil l.
+func WithLogger(l *slog.Logger) Option {
+	if l == nil {
+		l = slog.New(slog.DiscardHandler)
 	}
+	return loggerOption{l}
 }
 
 // WithServerCodecs adds codecs a server accepts, beside msgpack, chosen per
 // request by its Content-Type.
 func WithServerCodecs(cs ...codec.Codec) ServerOption {
-	return func(o *serverOptions) {
-		for _, c := range cs {
-			if c != nil {
-				o.codecs[c.Name()] = c
+	return serverOption(func(o *serverOptions) {
+		for i, c := range cs {
+			if c == nil {
+				o.errs = append(o.errs, fmt.Errorf("dispatch: WithServerCodecs: codec %d is nil", i))
+				continue
 			}
+			o.codecs[c.Name()] = c
 		}
-	}
+	})
 }
-
-// ClientOption configures Dial.
-type ClientOption func(*clientOptions)
 
 type clientOptions struct {
 	codec    codec.Codec
 	shortcut ShortcutMode
+	logger   *slog.Logger
+	errs     []error
 }
 
 // WithCodec selects the codec of the client's requests (msgpack by default).
 // The server must accept it (WithServerCodecs).
 func WithCodec(c codec.Codec) ClientOption {
-	return func(o *clientOptions) {
-		if c != nil {
-			o.codec = c
+	return clientOption(func(o *clientOptions) {
+		if c == nil {
+			o.errs = append(o.errs, errors.New("dispatch: WithCodec(nil)"))
+			return
 		}
-	}
+		o.codec = c
+	})
 }
 
 // ShortcutMode says how a Client calls a Server of this process.
@@ -135,5 +170,38 @@ func (m ShortcutMode) String() string {
 // handler on one of the Server's goroutines while the caller waits; a call
 // whose context cannot (ctx.Done() == nil) runs it on the caller's.
 func WithShortcut(mode ShortcutMode) ClientOption {
-	return func(o *clientOptions) { o.shortcut = mode }
+	return clientOption(func(o *clientOptions) {
+		if mode < ShortcutOff || mode > ShortcutDirect {
+			o.errs = append(o.errs, fmt.Errorf("dispatch: WithShortcut(%d): no such mode", int(mode)))
+			return
+		}
+		o.shortcut = mode
+	})
+}
+
+// newServerOptions applies opts to the defaults; nil options are skipped.
+func newServerOptions(opts []ServerOption) serverOptions {
+	o := serverOptions{
+		logger:       slog.New(slog.DiscardHandler),
+		codecs:       map[string]codec.Codec{codec.Msgpack.Name(): codec.Msgpack},
+		maxConnCalls: DefaultMaxCallsPerConn,
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyServer(&o)
+		}
+	}
+	return o
+}
+
+// newClientOptions applies opts to the defaults; nil options are skipped.
+// The error joins every invalid option.
+func newClientOptions(opts []ClientOption) (clientOptions, error) {
+	o := clientOptions{codec: codec.Msgpack, logger: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyClient(&o)
+		}
+	}
+	return o, errors.Join(o.errs...)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,7 +94,7 @@ func TestMisuseIsReported(t *testing.T) {
 	})
 	t.Run("methods of the wrong shape are logged", func(t *testing.T) {
 		var log strings.Builder
-		srv := dispatch.NewServer(dispatch.WithServerLogger(slog.New(slog.NewTextHandler(&log, nil))))
+		srv := dispatch.NewServer(dispatch.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 		require.NoError(t, srv.Register(new(Mixed)))
 		assert.Contains(t, log.String(), "method=Mixed.TwoResults")
 		assert.Contains(t, log.String(), `why="returns 2 values; needs exactly one, an error"`)
@@ -135,3 +137,63 @@ type Mixed struct{}
 func (Mixed) Good(args Args, reply *int) error              { return nil }
 func (Mixed) TwoResults(args Args, reply *int) (int, error) { return 0, nil }
 func (Mixed) ValueReply(args Args, reply int) error         { return nil }
+
+// Invalid options are reported all at once: a Server's by Start and Serve,
+// a Client's by Dial and NewClient.
+func TestInvalidOptionsAreReportedTogether(t *testing.T) {
+	srv := dispatch.NewServer(dispatch.WithMaxCallsPerConn(0), dispatch.WithServerCodecs(nil), dispatch.WithInterceptors(nil))
+	defer srv.Close()
+	l, err := memory.New().Listen("")
+	require.NoError(t, err)
+	defer l.Close()
+	err = srv.Start(l)
+	require.Error(t, err)
+	for _, want := range []string{"WithMaxCallsPerConn(0): must be at least 1", "WithServerCodecs: codec 0 is nil", "WithInterceptors: interceptor 0 is nil"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.ErrorContains(t, srv.Serve(l), "WithMaxCallsPerConn(0)")
+
+	_, err = dispatch.Dial(context.Background(), memory.New(), "nowhere", dispatch.WithCodec(nil), dispatch.WithShortcut(7))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "WithCodec(nil)")
+	assert.Contains(t, err.Error(), "WithShortcut(7): no such mode")
+}
+
+// WithLogger is one option for both ends: the Client's says why a
+// connection failed, which ErrShutdown alone does not.
+func TestClientLogsWhyItsConnectionFailed(t *testing.T) {
+	var log syncBuffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	tr := memory.New()
+	l, err := tr.Listen("")
+	require.NoError(t, err)
+	defer l.Close()
+	srv := dispatch.NewServer(dispatch.WithLogger(logger))
+	require.NoError(t, dispatch.Handle(srv, "Who.Am", func(context.Context, *struct{}, *string) error { return nil }))
+	require.NoError(t, srv.Start(l))
+	c, err := dispatch.Dial(context.Background(), tr, l.Addr().String(), dispatch.WithLogger(logger))
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.Call(context.Background(), "Who.Am", nil, new(string)))
+	srv.Close()
+	require.Eventually(t, func() bool { return strings.Contains(log.String(), "dispatch: connection failed") }, waitLong, time.Millisecond)
+}
+
+// syncBuffer is a strings.Builder safe for the concurrent writes of a
+// logger.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

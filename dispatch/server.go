@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"runtime/debug"
 	"strings"
@@ -47,18 +46,10 @@ type Server struct {
 	quitOnce sync.Once
 }
 
-// NewServer returns a Server with no methods.
+// NewServer returns a Server with no methods. Invalid options are reported,
+// all at once, by the first Serve or Start.
 func NewServer(opts ...ServerOption) *Server {
-	o := serverOptions{
-		logger:       slog.New(slog.DiscardHandler),
-		codecs:       map[string]codec.Codec{codec.Msgpack.Name(): codec.Msgpack},
-		maxConnCalls: DefaultMaxCallsPerConn,
-	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	o := newServerOptions(opts)
 	s := &Server{
 		opts:      o,
 		gate:      newGate(),
@@ -217,6 +208,9 @@ func (s *Server) Start(l transport.Listener) error {
 
 // begin records l and its shortcut entry; stop undoes both.
 func (s *Server) begin(l transport.Listener) (stop func(), err error) {
+	if err := errors.Join(s.opts.errs...); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
