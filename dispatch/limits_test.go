@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,4 +87,39 @@ func TestAcceptErrorIsRetried(t *testing.T) {
 	var r int
 	require.NoError(t, c.Call(context.Background(), "Arith.Multiply", Args{6, 7}, &r))
 	assert.Equal(t, 42, r)
+}
+
+// failingListener's Accept fails, as a listener out of file descriptors
+// does, until it is closed.
+type failingListener struct {
+	transport.Listener
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (l *failingListener) Accept() (transport.Socket, error) {
+	select {
+	case <-l.closed:
+		return nil, transport.ErrClosed
+	default:
+		return nil, errors.New("accept: too many open files")
+	}
+}
+
+func (l *failingListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// TestShutdownEndsAcceptBackoff: a Server backing off between failed
+// Accepts (up to a second) stops at once when shut down.
+func TestShutdownEndsAcceptBackoff(t *testing.T) {
+	srv, _, _ := newServer(t)
+	inner, err := memory.New().Listen("")
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(&failingListener{Listener: inner, closed: make(chan struct{})}))
+	time.Sleep(700 * time.Millisecond) // the backoff has grown past 300 ms
+	start := time.Now()
+	require.NoError(t, srv.Shutdown(context.Background()))
+	assert.Less(t, time.Since(start), 150*time.Millisecond, "Shutdown waited out the accept backoff")
 }

@@ -35,6 +35,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	closed    bool
+	closing   chan struct{} // closed with closed, to end an accept backoff
 	listeners map[transport.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	serving   sync.WaitGroup // Serve loops and connections
@@ -58,6 +59,7 @@ func NewServer(opts ...ServerOption) *Server {
 		tasks:     make(chan task),
 		quit:      make(chan struct{}),
 		stopping:  make(chan struct{}),
+		closing:   make(chan struct{}),
 	}
 	s.routes.Store(&routes{methods: map[string]*method{}, services: map[string]bool{}})
 	return s
@@ -249,7 +251,12 @@ func (s *Server) acceptLoop(l transport.Listener, stop func()) error {
 			// back off and accept again rather than stop serving for good.
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			s.opts.logger.Warn("dispatch: accept failed; retrying", "addr", l.Addr(), "err", err, "in", backoff)
-			time.Sleep(backoff)
+			// A Shutdown or Close meanwhile ends the wait, not the next Accept.
+			select {
+			case <-time.After(backoff):
+			case <-s.closing:
+				return ErrServerClosed
+			}
 			continue
 		}
 		backoff = 0
@@ -361,6 +368,9 @@ func (s *Server) unwatch(c *shortcutCtx) { s.watching.remove(c) }
 
 func (s *Server) stopAccepting() {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.closing)
+	}
 	s.closed = true
 	ls := make([]transport.Listener, 0, len(s.listeners))
 	for l := range s.listeners {
