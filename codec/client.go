@@ -2,6 +2,7 @@ package codec
 
 import (
 	"net/rpc"
+	"reflect"
 	"sync/atomic"
 
 	"github.com/zerodial/transport"
@@ -77,7 +78,34 @@ func (c *clientCodec) ReadResponseBody(reply any) error {
 		// net/rpc discards the body of a failed or unknown call.
 		return nil
 	}
+	// The reply is zeroed first, as on every path of this project: an
+	// empty body is a zero reply (WIRE.md), and a map of another type is
+	// caught (ErrNoFieldsMatched) even in a reply the caller reuses.
+	if len(c.resp.Body) == 0 {
+		zeroTarget(reply)
+		return nil
+	}
+	if !rawTarget(reply) { // a raw body replaces the target whole, reusing its capacity
+		zeroTarget(reply)
+	}
 	return c.codec.Unmarshal(c.resp.Body, reply)
+}
+
+// rawTarget reports whether v is a pass-through target (see Raw).
+func rawTarget(v any) bool {
+	switch v.(type) {
+	case *[]byte, *Raw:
+		return true
+	}
+	return false
+}
+
+// zeroTarget sets *v to its zero value when v is a non-nil pointer (a nil
+// one is left for Unmarshal to report).
+func zeroTarget(v any) {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv.Elem().SetZero()
+	}
 }
 
 func (c *clientCodec) Close() error {

@@ -27,7 +27,8 @@ var (
 	// ErrNoFieldsMatched reports a non-empty msgpack map decoded into a
 	// struct none of whose fields its keys name: a message of another type
 	// (gob's "no fields matched"). Unknown keys beside known ones are
-	// ignored.
+	// ignored. It is checked when the struct is zero before decoding, as it
+	// is on every RPC path (the net/rpc adapters zero a reply first).
 	ErrNoFieldsMatched = errors.New("codec: no fields matched")
 
 	// ErrMalformedHeader reports an RPC message whose headers cannot be

@@ -84,6 +84,11 @@ func (s *serverCodec) ReadRequestBody(args any) error {
 		return fmt.Errorf("%w: request body is %q, this server reads %q",
 			ErrContentType, s.contentType, s.codec.Name())
 	}
+	if len(s.req.Body) == 0 {
+		// Nil arguments (WIRE.md): net/rpc's fresh value stays zero.
+		zeroTarget(args)
+		return nil
+	}
 	return s.codec.Unmarshal(s.req.Body, args)
 }
 
