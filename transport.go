@@ -1,7 +1,8 @@
 // Package transport defines how zerodial moves messages: the Message, the
 // Socket that carries them, the Listener that accepts Sockets and the
-// Transport that makes both. It holds interfaces, options and errors only;
-// the implementations live in the memory, tcp and mux packages, and the
+// Transport that makes both. It holds interfaces, the Message type, errors
+// and the wire's frame limits only; the implementations live in the memory,
+// tcp and mux packages, each with the options that apply to it, and the
 // transporttest package checks that an implementation keeps the contract
 // written here.
 //

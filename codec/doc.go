@@ -16,7 +16,7 @@
 //     holds at most one element per byte of body, and decoding it into a
 //     []T allocates len × the size of T, so a 1 KiB T lets a 4 MiB body ask
 //     for 4 GiB. Bound the frame size by what your largest element type can
-//     afford (transport.WithMaxFrameSize).
+//     afford (each transport's WithMaxFrameSize option).
 //   - No aliasing. Unmarshal never keeps a reference to the body it decodes,
 //     so callers may reuse that buffer at once (transport Sockets do).
 //

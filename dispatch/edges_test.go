@@ -357,7 +357,7 @@ func TestHandlerContextEndsWhenCallReturns(t *testing.T) {
 // transport (it closes the connection: a connection failure); on the copy
 // shortcut the handler runs and the call succeeds.
 func TestServerFrameLimitAppliesOnShortcut(t *testing.T) {
-	small := tcp.New(transport.WithMaxFrameSize(4 << 10))
+	small := tcp.New(tcp.WithMaxFrameSize(4 << 10))
 	srv, _, rec := newServer(t)
 	addr := serve(t, srv, small, "127.0.0.1:0")
 	blob := &Blob{Data: make([]byte, 16<<10)}

@@ -7,7 +7,6 @@ import (
 	"log"
 	"time"
 
-	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/internal/testcert"
 	"github.com/zerodial/transport/memory"
@@ -326,7 +325,7 @@ func Example_tls() {
 		if err := srv.Register(Calc{}); err != nil {
 			log.Fatal(err)
 		}
-		serverTr := mux.New(transport.WithTLS(serverTLS))
+		serverTr := mux.New(mux.WithTLS(serverTLS))
 		l, err := serverTr.Listen("127.0.0.1:0")
 		if err != nil {
 			log.Fatal(err)
@@ -335,7 +334,7 @@ func Example_tls() {
 			log.Fatal(err)
 		}
 
-		clientTr := mux.New(transport.WithTLS(clientTLS))
+		clientTr := mux.New(mux.WithTLS(clientTLS))
 		for _, mode := range []dispatch.ShortcutMode{dispatch.ShortcutOff, dispatch.ShortcutCopy} {
 			c, err := dispatch.Dial(context.Background(), clientTr, l.Addr().String(), dispatch.WithShortcut(mode))
 			if err != nil {
@@ -350,7 +349,7 @@ func Example_tls() {
 		// A client with no certificate: refused where one is required.
 		plainTLS := clientTLS.Clone()
 		plainTLS.Certificates = nil
-		noCert := mux.New(transport.WithTLS(plainTLS))
+		noCert := mux.New(mux.WithTLS(plainTLS))
 		c, err := dispatch.Dial(context.Background(), noCert, l.Addr().String(), dispatch.WithShortcut(dispatch.ShortcutCopy))
 		fmt.Println("mutual:", mutual, "no client certificate, refused:", err != nil)
 		if err == nil {

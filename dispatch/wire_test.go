@@ -26,13 +26,12 @@ func TestShortcutRefusesWhatTheNetworkRefuses(t *testing.T) {
 	withCert := clientTLS.Clone()
 	withCert.Certificates = serverTLS.Certificates
 
-	muxOf := func(t *testing.T, opts ...transport.Option) transport.Transport {
+	muxOf := func(t *testing.T, opts ...mux.Option) transport.Transport {
 		tr := mux.New(opts...)
 		t.Cleanup(func() { tr.Close() })
 		return tr
 	}
-	tcpOf := func(_ *testing.T, opts ...transport.Option) transport.Transport { return tcp.New(opts...) }
-	tlsOpt := transport.WithTLS
+	tcpOf := func(_ *testing.T, opts ...tcp.Option) transport.Transport { return tcp.New(opts...) }
 	cases := []struct {
 		name     string
 		listen   func(t *testing.T) transport.Transport
@@ -43,11 +42,11 @@ func TestShortcutRefusesWhatTheNetworkRefuses(t *testing.T) {
 		{"mux to mux", func(t *testing.T) transport.Transport { return muxOf(t) }, func(t *testing.T) transport.Transport { return muxOf(t) }, true},
 		{"mux client, tcp listener", func(t *testing.T) transport.Transport { return tcpOf(t) }, func(t *testing.T) transport.Transport { return muxOf(t) }, false},
 		{"tcp client, mux listener", func(t *testing.T) transport.Transport { return muxOf(t) }, func(t *testing.T) transport.Transport { return tcpOf(t) }, false},
-		{"plain client, TLS listener", func(t *testing.T) transport.Transport { return tcpOf(t, tlsOpt(serverTLS)) }, func(t *testing.T) transport.Transport { return tcpOf(t) }, false},
-		{"TLS client, plain listener", func(t *testing.T) transport.Transport { return muxOf(t) }, func(t *testing.T) transport.Transport { return muxOf(t, tlsOpt(clientTLS)) }, false},
-		{"TLS on both", func(t *testing.T) transport.Transport { return muxOf(t, tlsOpt(serverTLS)) }, func(t *testing.T) transport.Transport { return muxOf(t, tlsOpt(clientTLS)) }, true},
-		{"client certificate required, none offered", func(t *testing.T) transport.Transport { return tcpOf(t, tlsOpt(requireCert)) }, func(t *testing.T) transport.Transport { return tcpOf(t, tlsOpt(clientTLS)) }, false},
-		{"client certificate required and offered", func(t *testing.T) transport.Transport { return tcpOf(t, tlsOpt(requireCert)) }, func(t *testing.T) transport.Transport { return tcpOf(t, tlsOpt(withCert)) }, true},
+		{"plain client, TLS listener", func(t *testing.T) transport.Transport { return tcpOf(t, tcp.WithTLS(serverTLS)) }, func(t *testing.T) transport.Transport { return tcpOf(t) }, false},
+		{"TLS client, plain listener", func(t *testing.T) transport.Transport { return muxOf(t) }, func(t *testing.T) transport.Transport { return muxOf(t, mux.WithTLS(clientTLS)) }, false},
+		{"TLS on both", func(t *testing.T) transport.Transport { return muxOf(t, mux.WithTLS(serverTLS)) }, func(t *testing.T) transport.Transport { return muxOf(t, mux.WithTLS(clientTLS)) }, true},
+		{"client certificate required, none offered", func(t *testing.T) transport.Transport { return tcpOf(t, tcp.WithTLS(requireCert)) }, func(t *testing.T) transport.Transport { return tcpOf(t, tcp.WithTLS(clientTLS)) }, false},
+		{"client certificate required and offered", func(t *testing.T) transport.Transport { return tcpOf(t, tcp.WithTLS(requireCert)) }, func(t *testing.T) transport.Transport { return tcpOf(t, tcp.WithTLS(withCert)) }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,4 +5,11 @@
 //
 // Each Transport made by New is an address space of its own: two Transports
 // never see each other's listeners, and there is no package-level state.
+//
+// New takes this package's options, of type Option: WithMaxFrameSize and
+// WithLogger, named as the tcp and mux packages name theirs. There is no
+// WithTLS, since there is no wire to protect, and the network transports'
+// options do not compile here. A Transport made with invalid options fails
+// every Dial and Listen with one error that names each of them and its
+// value.
 package memory

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/options"
 )
 
 // Addr is a memory transport address.
@@ -40,7 +41,8 @@ const backlog = 128
 // Transport is an in-memory transport.Transport. The zero value is not
 // usable; call New.
 type Transport struct {
-	opts transport.Options
+	opts options.Common
+	err  error // the options' problems, returned by Dial and Listen
 
 	mu        sync.Mutex
 	listeners map[Addr]*listener
@@ -59,11 +61,18 @@ var wire = transport.Wire{Protocol: "memory"}
 // Wire reports the memory protocol (transport.WireReporter).
 func (t *Transport) Wire() transport.Wire { return wire }
 
-// New returns a Transport with its own, empty address space. It understands
-// transport.WithMaxFrameSize; TLS has no meaning without a wire and is
-// ignored.
-func New(opts ...transport.Option) *Transport {
-	return &Transport{opts: transport.Apply(opts...), listeners: make(map[Addr]*listener)}
+// New returns a Transport with its own, empty address space, configured by
+// opts (WithMaxFrameSize, WithLogger), applied in order. New does not fail:
+// if an option is invalid, every Dial and Listen of the Transport returns
+// an error naming each invalid option and its value (errors.Join).
+func New(opts ...Option) *Transport {
+	o := options.New("memory")
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	return &Transport{opts: o, err: o.Err(), listeners: make(map[Addr]*listener)}
 }
 
 // String returns "memory".
@@ -81,6 +90,9 @@ func (t *Transport) id() uint64 {
 // ":0" picks a fresh one ("mem:N"). Listening on an address in use fails
 // with an error matching syscall.EADDRINUSE.
 func (t *Transport) Listen(addr string) (transport.Listener, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	a := Addr(addr)
@@ -102,6 +114,9 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 // matching transport.ErrConnectionRefused when nobody listens there, and
 // waits for room in the listener's backlog no longer than ctx allows.
 func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

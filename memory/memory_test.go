@@ -68,7 +68,20 @@ func TestListenerCloseClosesBacklog(t *testing.T) {
 }
 
 func TestMaxFrameSizeOption(t *testing.T) {
-	tr := memory.New(transport.WithMaxFrameSize(100))
+	tr := memory.New(memory.WithMaxFrameSize(100))
 	assert.Equal(t, 100, tr.MaxFrameSize())
 	assert.Equal(t, transport.DefaultMaxFrameSize, memory.New().MaxFrameSize())
+}
+
+// TestInvalidOptions: a Transport made with invalid options fails every
+// Dial and Listen with one error naming each of them and its value.
+func TestInvalidOptions(t *testing.T) {
+	tr := memory.New(memory.WithMaxFrameSize(0), memory.WithLogger(nil), nil, memory.WithMaxFrameSize(-1))
+	want := "memory: WithMaxFrameSize(0): must be between 1 and 4294967295\n" +
+		"memory: WithMaxFrameSize(-1): must be between 1 and 4294967295"
+	_, err := tr.Listen("svc")
+	assert.EqualError(t, err, want)
+	_, err = tr.Dial(context.Background(), "svc")
+	assert.EqualError(t, err, want)
+	assert.Equal(t, transport.DefaultMaxFrameSize, tr.MaxFrameSize(), "a refused size is not applied")
 }

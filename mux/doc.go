@@ -2,7 +2,7 @@
 // connection per remote address: the network path of zerodial.
 //
 // The first Dial to an address connects a session (TCP, then TLS when
-// transport.WithTLS is given, then the 8-byte preface each end sends at
+// WithTLS is given, then the 8-byte preface each end sends at
 // once, naming the protocol "mux/1" (WIRE.md, section 2), then a yamux
 // client); every Dial opens a new stream on it, which costs a frame, not a
 // handshake. A peer that is not a mux listener of this version fails Dial
@@ -18,12 +18,16 @@
 // session fails Send and Recv with ErrSessionClosed rather than io.EOF.
 // Transport.Close closes every session it dialled.
 //
-// Beside transport.WithMaxFrameSize, WithTLS and WithLogger, New takes this
-// package's options in the same list: WithKeepAlive, WithStreamLimit,
-// WithAcceptBacklog, WithStreamOpenTimeout, WithStreamCloseTimeout,
-// WithWriteTimeout, WithStreamWindow and WithDialer. yamux's diagnostics go
-// to the transport's slog.Logger, never to standard error, and every
-// session gets its own copy of the yamux configuration.
+// New takes this package's options, of type Option: WithMaxFrameSize,
+// WithTLS and WithLogger, which the tcp and memory packages have too under
+// the same names, and WithKeepAlive, WithStreamLimit, WithAcceptBacklog,
+// WithStreamOpenTimeout, WithStreamCloseTimeout, WithWriteTimeout,
+// WithStreamWindow and WithDialer. Another package's options do not
+// compile here. New does not fail; a Transport made with invalid options
+// fails every Dial and Listen with one error that names each of them and
+// its value. yamux's diagnostics go to the transport's slog.Logger (see
+// WithLogger), never to standard error, and every session gets its own
+// copy of the yamux configuration.
 //
 // yamux treats closing a stream as a half-close; this package does not: a
 // Send to a stream the peer has closed fails, as the Socket contract asks,

@@ -57,3 +57,15 @@ func Example() {
 	fmt.Println(m.Header["Service-Method"], string(m.Body))
 	// Output: Echo.Say echo: hello
 }
+
+// New does not fail: a Transport made with invalid options fails every
+// Dial and Listen with one error that names each of them.
+func ExampleNew_invalidOptions() {
+	tr := mux.New(mux.WithKeepAlive(-5*time.Second), mux.WithMaxFrameSize(1<<20), mux.WithStreamWindow(1))
+	defer tr.Close()
+	_, err := tr.Listen("127.0.0.1:0")
+	fmt.Println(err)
+	// Output:
+	// mux: WithKeepAlive(-5s): must not be negative
+	// mux: WithStreamWindow(1): must be between 262144 (yamux's minimum) and 4294967295
+}

@@ -232,7 +232,7 @@ func TestKeepAliveDetectsStall(t *testing.T) {
 // listener never notices.
 func TestGarbageClientIsolated(t *testing.T) {
 	logs := &prefacetest.LogBuffer{}
-	srv := newTransport(t, transport.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	srv := newTransport(t, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	tr := newTransport(t)
 	l := listen(t, srv)
 	serveEcho(t, l)

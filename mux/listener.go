@@ -82,7 +82,7 @@ func (l *listener) Closed() bool { return l.closedFlag.Load() }
 
 // Wire reports what the listener accepts: "mux/1", with TLS and a required
 // client certificate as configured (transport.WireReporter).
-func (l *listener) Wire() transport.Wire { return preface.ListenWire(preface.Mux, l.t.opts.TLSConfig) }
+func (l *listener) Wire() transport.Wire { return preface.ListenWire(preface.Mux, l.t.cfg.TLS) }
 
 func (l *listener) isClosed() bool {
 	l.mu.Lock()
@@ -98,7 +98,7 @@ func (l *listener) Accept() (transport.Socket, error) {
 			c.Close()
 			return nil, transport.ErrClosed
 		}
-		return newSocket(c, l.t.opts.MaxFrameSize), nil
+		return newSocket(c, l.t.cfg.MaxFrameSize), nil
 	case <-l.done:
 		return nil, transport.ErrClosed
 	}
@@ -158,7 +158,7 @@ func (l *listener) Close() error {
 // goroutine, so a slow handshake holds up nobody else.
 func (l *listener) acceptConns() {
 	for {
-		c := netconn.Accept(l.nl, l.done, l.t.opts.Logger, "mux")
+		c := netconn.Accept(l.nl, l.done, l.t.cfg.Logger, "mux")
 		if c == nil {
 			return
 		}
@@ -170,7 +170,7 @@ func (l *listener) acceptConns() {
 // a server session on it until the session ends.
 func (l *listener) serve(c net.Conn) {
 	remote := c.RemoteAddr().String()
-	log := l.t.opts.Logger
+	log := l.t.cfg.Logger
 	// Before the tap, which must see yamux's bytes only (track.go); and
 	// before yamux.Server, so a client of another protocol never gets a
 	// session. l.ctx ends with Close, which cuts the set-up short.

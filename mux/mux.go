@@ -18,9 +18,8 @@ import (
 // not usable; call New. A Transport that has dialled holds connections and
 // goroutines until Close.
 type Transport struct {
-	opts transport.Options
-	cfg  config
-	err  error // a configuration error, returned by Dial and Listen
+	cfg config
+	err error // the options' problems, returned by Dial and Listen
 	// setup sets up the connections sessions run over, on either end: TLS
 	// as configured, then the preface, each step within handshakeTimeout
 	// (a server's TLS handshake within the write timeout).
@@ -55,33 +54,31 @@ var (
 // wait ten seconds.
 var handshakeTimeout = preface.Timeout
 
-// New returns a mux Transport. It understands transport.WithMaxFrameSize,
-// transport.WithTLS and transport.WithLogger, and this package's options
-// (WithKeepAlive, WithStreamLimit, WithAcceptBacklog, WithStreamOpenTimeout,
-// WithStreamCloseTimeout, WithWriteTimeout, WithStreamWindow, WithDialer).
-// An invalid setting does not panic: Dial and Listen return the error.
-func New(opts ...transport.Option) *Transport {
+// New returns a mux Transport configured by opts, applied in order: the
+// settings every transport has (WithMaxFrameSize, WithTLS, WithLogger) and
+// this transport's own (WithKeepAlive, WithStreamLimit, WithAcceptBacklog,
+// WithStreamOpenTimeout, WithStreamCloseTimeout, WithWriteTimeout,
+// WithStreamWindow, WithDialer). New does not fail: if an option is
+// invalid, every Dial and Listen of the Transport returns an error naming
+// each invalid option and its value (errors.Join).
+func New(opts ...Option) *Transport {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		if m, ok := o.(muxOption); ok {
-			m.applyMux(&cfg)
+		if o != nil {
+			o.apply(&cfg)
 		}
 	}
-	o := transport.Apply(opts...)
 	t := &Transport{
-		opts: o,
-		cfg:  cfg,
+		cfg: cfg,
+		err: cfg.validate(),
 		setup: netconn.Setup{
 			Proto:            preface.Mux,
-			TLS:              o.TLSConfig,
+			TLS:              cfg.TLS,
 			Timeout:          handshakeTimeout,
 			ServerTLSTimeout: cfg.yamux.ConnectionWriteTimeout,
 		},
 		current: make(map[string]*clientSession),
 		all:     make(map[*clientSession]struct{}),
-	}
-	if err := cfg.validate(); err != nil {
-		t.err = errInvalid(err)
 	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	return t
@@ -91,11 +88,11 @@ func New(opts ...transport.Option) *Transport {
 func (t *Transport) String() string { return "mux" }
 
 // MaxFrameSize returns the largest message this transport carries.
-func (t *Transport) MaxFrameSize() int { return t.opts.MaxFrameSize }
+func (t *Transport) MaxFrameSize() int { return t.cfg.MaxFrameSize }
 
 // Wire reports what Dial speaks: "mux/1", with TLS and a client
 // certificate as configured (transport.WireReporter).
-func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.Mux, t.opts.TLSConfig) }
+func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.Mux, t.cfg.TLS) }
 
 // Dial opens a stream to addr (host:port) on the session kept for addr,
 // first connecting one (TCP, then TLS when configured, then the exchange of
@@ -127,7 +124,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 		}
 		c, err := cs.open(ctx)
 		if err == nil {
-			return newSocket(c, t.opts.MaxFrameSize), nil
+			return newSocket(c, t.cfg.MaxFrameSize), nil
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, dialCtxErr(addr, ctxErr)

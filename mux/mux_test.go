@@ -30,7 +30,7 @@ func listen(t testing.TB, tr *Transport) transport.Listener {
 }
 
 // newTransport returns a Transport closed when the test ends.
-func newTransport(t testing.TB, opts ...transport.Option) *Transport {
+func newTransport(t testing.TB, opts ...Option) *Transport {
 	tr := New(opts...)
 	t.Cleanup(func() { tr.Close() })
 	return tr

@@ -2,14 +2,16 @@ package mux
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"time"
 
 	"github.com/hashicorp/yamux"
 
-	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/options"
 )
 
 // Defaults of the mux-specific settings. They are yamux's own defaults except
@@ -39,8 +41,11 @@ const (
 	DefaultStreamWindow = 256 << 10
 )
 
-// config holds the settings only this transport understands.
+// config holds the settings of a Transport: those every transport shares,
+// and those only this one understands. Options record what they refuse in
+// the shared part, so that one error names every invalid option.
 type config struct {
+	options.Common
 	// yamux is the template every session copies; its Logger is set per
 	// session, never here, so the template is never handed to yamux.
 	yamux       yamux.Config
@@ -51,6 +56,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
+		Common: options.New("mux"),
 		yamux: yamux.Config{
 			AcceptBacklog:          DefaultAcceptBacklog,
 			EnableKeepAlive:        true,
@@ -64,32 +70,23 @@ func defaultConfig() config {
 	}
 }
 
-// validate reports the first setting yamux or this package would refuse, so
-// that Dial and Listen fail with a clear message rather than misbehave.
+// validate reports every option refused, joined, so that Dial and Listen
+// fail with a clear message rather than misbehave. The options check what
+// yamux would refuse; yamux.VerifyConfig checks again, in case a yamux
+// upgrade refuses more.
 func (c *config) validate() error {
-	y := c.yamux
-	switch {
-	case c.yamux.ConnectionWriteTimeout <= 0:
-		return fmt.Errorf("write timeout %v must be positive", c.yamux.ConnectionWriteTimeout)
-	case c.yamux.KeepAliveInterval < 0:
-		return fmt.Errorf("keepalive interval %v is negative", c.yamux.KeepAliveInterval)
-	case c.yamux.StreamOpenTimeout < 0:
-		return fmt.Errorf("stream open timeout %v is negative", c.yamux.StreamOpenTimeout)
-	case c.yamux.StreamCloseTimeout < 0:
-		return fmt.Errorf("stream close timeout %v is negative", c.yamux.StreamCloseTimeout)
-	case c.streamLimit < 0:
-		return fmt.Errorf("stream limit %d is negative", c.streamLimit)
-	case c.streamWin > math.MaxUint32:
-		return fmt.Errorf("stream window %d exceeds %d", c.streamWin, uint32(math.MaxUint32))
-	case c.streamWin < DefaultStreamWindow:
-		return fmt.Errorf("stream window %d is below yamux's minimum of %d", c.streamWin, DefaultStreamWindow)
+	if err := c.Err(); err != nil {
+		return err
 	}
-	// yamux checks the rest (the backlog, chiefly); it also wants exactly
-	// one log destination, which every session gets.
+	// yamux wants exactly one log destination, which every session gets.
+	y := c.yamux
 	y.MaxStreamWindowSize = uint32(c.streamWin)
 	y.Logger = discardLogger{}
 	y.LogOutput = nil
-	return yamux.VerifyConfig(&y)
+	if err := yamux.VerifyConfig(&y); err != nil {
+		return errInvalid(err)
+	}
+	return nil
 }
 
 // sessionConfig returns a fresh yamux configuration for one session. yamux
@@ -106,21 +103,43 @@ func (c *config) sessionConfig(l yamux.Logger) *yamux.Config {
 // signature of net.Dialer.DialContext; network is always "tcp".
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// muxOption is implemented by the options of this package. New finds them
-// among the transport.Options by type assertion, so one list carries both.
-type muxOption interface {
-	transport.Option
-	applyMux(*config)
+// Option configures a Transport made by New. Only this package's With
+// functions make one, so an option of another transport is refused by the
+// compiler rather than ignored, and this package's options cannot be given
+// to another.
+type Option interface {
+	apply(*config)
 }
 
+// option is every Option of this package.
 type option func(*config)
 
-// ApplyOption does nothing: the setting is not one of transport.Options.
-func (option) ApplyOption(*transport.Options) {}
+func (o option) apply(c *config) { o(c) }
 
-func (o option) applyMux(c *config) { o(c) }
+// WithMaxFrameSize sets the largest message, in bytes, header block
+// included (transport.DefaultMaxFrameSize, 4 MiB, by default). A larger Send
+// fails with transport.ErrFrameTooLarge, and a larger frame announced by the
+// peer is refused before anything is allocated. n must be between 1 and
+// transport.MaxFrameSizeLimit; otherwise Dial and Listen fail.
+func WithMaxFrameSize(n int) Option {
+	return option(func(c *config) { c.SetMaxFrameSize(n) })
+}
 
-var _ muxOption = option(nil)
+// WithTLS makes the Transport speak TLS with cfg: Dial uses it as a client
+// configuration and Listen as a server one. TLS runs over the connection a
+// session is made on, the preface and yamux inside it. cfg is cloned when
+// the option is applied, so later changes to it have no effect; a nil cfg
+// means no TLS, the default.
+func WithTLS(cfg *tls.Config) Option {
+	return option(func(c *config) { c.SetTLS(cfg) })
+}
+
+// WithLogger sends the transport's diagnostics (sessions closed,
+// connections a listener dropped, yamux's own messages) to l; a nil l
+// discards them, as the default does.
+func WithLogger(l *slog.Logger) Option {
+	return option(func(c *config) { c.SetLogger(l) })
+}
 
 // WithKeepAlive sets the interval between keepalive pings on every session.
 // A peer that stops answering is noticed within the interval plus twice the
@@ -128,8 +147,12 @@ var _ muxOption = option(nil)
 // session is then closed: its streams fail and the next Dial reconnects.
 // Zero turns keepalive off, which leaves a silent peer unnoticed until a
 // write fails; a negative interval makes Dial and Listen fail.
-func WithKeepAlive(interval time.Duration) transport.Option {
+func WithKeepAlive(interval time.Duration) Option {
 	return option(func(c *config) {
+		if interval < 0 {
+			c.Invalid("WithKeepAlive", interval, "must not be negative")
+			return
+		}
 		if interval == 0 {
 			c.yamux.EnableKeepAlive = false
 			c.yamux.KeepAliveInterval = DefaultKeepAlive // yamux wants one anyway
@@ -144,18 +167,31 @@ func WithKeepAlive(interval time.Duration) transport.Option {
 // past the limit waits, within its context, for a stream of the session to
 // be closed; a listener stops taking streams from a session past the limit,
 // so its peer's opens queue in the accept backlog. Zero (the default) means
-// no limit.
-func WithStreamLimit(n int) transport.Option {
-	return option(func(c *config) { c.streamLimit = n })
+// no limit; a negative n makes Dial and Listen fail.
+func WithStreamLimit(n int) Option {
+	return option(func(c *config) {
+		if n < 0 {
+			c.Invalid("WithStreamLimit", n, "must not be negative")
+			return
+		}
+		c.streamLimit = n
+	})
 }
 
 // WithAcceptBacklog sets how many opened streams a session holds before
 // they are accepted, and how many un-acknowledged opens a dialler allows
 // itself before Dial waits. Both ends should use the same value: a server
 // resets the streams that overflow its backlog. The listener's own queue of
-// accepted-but-not-returned streams has the same size. It must be positive.
-func WithAcceptBacklog(n int) transport.Option {
-	return option(func(c *config) { c.yamux.AcceptBacklog = n })
+// accepted-but-not-returned streams has the same size. It must be
+// positive, or Dial and Listen fail.
+func WithAcceptBacklog(n int) Option {
+	return option(func(c *config) {
+		if n < 1 {
+			c.Invalid("WithAcceptBacklog", n, "must be positive")
+			return
+		}
+		c.yamux.AcceptBacklog = n
+	})
 }
 
 // WithStreamOpenTimeout sets how long an opened stream may wait for the
@@ -163,42 +199,67 @@ func WithAcceptBacklog(n int) transport.Option {
 // the stream fits in its accept queue. When it passes yamux closes the
 // whole session, every stream on it included, judging the peer dead; so it
 // must be generous. Zero, the default, disables it and leaves dead peers to
-// keepalive.
-func WithStreamOpenTimeout(d time.Duration) transport.Option {
-	return option(func(c *config) { c.yamux.StreamOpenTimeout = d })
+// keepalive; a negative d makes Dial and Listen fail.
+func WithStreamOpenTimeout(d time.Duration) Option {
+	return option(func(c *config) {
+		if d < 0 {
+			c.Invalid("WithStreamOpenTimeout", d, "must not be negative")
+			return
+		}
+		c.yamux.StreamOpenTimeout = d
+	})
 }
 
 // WithStreamCloseTimeout sets how long a stream closed here waits for the
 // peer to close its end. When it passes the stream is reset, which frees its
 // buffers and makes the peer's Send and Recv fail (the peer loses what it
 // had not yet read). Zero disables it, leaving half-closed streams until the
-// session ends.
-func WithStreamCloseTimeout(d time.Duration) transport.Option {
-	return option(func(c *config) { c.yamux.StreamCloseTimeout = d })
+// session ends; a negative d makes Dial and Listen fail.
+func WithStreamCloseTimeout(d time.Duration) Option {
+	return option(func(c *config) {
+		if d < 0 {
+			c.Invalid("WithStreamCloseTimeout", d, "must not be negative")
+			return
+		}
+		c.yamux.StreamCloseTimeout = d
+	})
 }
 
 // WithWriteTimeout sets yamux's connection write timeout: how long one write
 // may wait to reach the connection before it fails, and how long a
 // keepalive ping waits for its answer. A server's TLS handshake must also
-// finish within it. It must be positive.
-func WithWriteTimeout(d time.Duration) transport.Option {
-	return option(func(c *config) { c.yamux.ConnectionWriteTimeout = d })
+// finish within it. It must be positive, or Dial and Listen fail.
+func WithWriteTimeout(d time.Duration) Option {
+	return option(func(c *config) {
+		if d <= 0 {
+			c.Invalid("WithWriteTimeout", d, "must be positive")
+			return
+		}
+		c.yamux.ConnectionWriteTimeout = d
+	})
 }
 
 // WithStreamWindow sets the largest receive window of one stream, in bytes:
 // how much a peer may send before the reader catches up. A larger window
 // speeds bulk transfers over links with a long round trip, at the cost of
 // up to that much memory per stream whose reader lags. The minimum, and the
-// default, is 256 KiB.
-func WithStreamWindow(bytes int) transport.Option {
-	return option(func(c *config) { c.streamWin = int64(bytes) })
+// default, is 256 KiB, and the maximum math.MaxUint32; outside those bounds
+// Dial and Listen fail.
+func WithStreamWindow(bytes int) Option {
+	return option(func(c *config) {
+		if bytes < DefaultStreamWindow || uint64(bytes) > math.MaxUint32 {
+			c.Invalid("WithStreamWindow", bytes, fmt.Sprintf("must be between %d (yamux's minimum) and %d", DefaultStreamWindow, uint64(math.MaxUint32)))
+			return
+		}
+		c.streamWin = int64(bytes)
+	})
 }
 
 // WithDialer makes Dial open each session's connection with dial instead of
 // a net.Dialer: to go through a proxy, bind a source address, or wrap the
 // connection. TLS, when configured, runs over the connection it returns. A
 // nil dial keeps the default.
-func WithDialer(dial DialFunc) transport.Option {
+func WithDialer(dial DialFunc) Option {
 	return option(func(c *config) {
 		if dial != nil {
 			c.dial = dial
@@ -206,7 +267,8 @@ func WithDialer(dial DialFunc) transport.Option {
 	})
 }
 
-// errInvalid wraps a configuration problem for Dial and Listen to return.
+// errInvalid wraps a configuration problem yamux found, which the options
+// did not, for Dial and Listen to return.
 func errInvalid(err error) error {
 	return fmt.Errorf("mux: invalid configuration: %w", err)
 }

@@ -27,14 +27,14 @@ func setHandshakeTimeout(t testing.TB, d time.Duration) {
 var suite = prefacetest.Suite{
 	Proto: prefacetest.Mux,
 	Other: prefacetest.TCP,
-	Dial: func(t *testing.T, ctx context.Context, addr string, opts ...transport.Option) (transport.Socket, error) {
-		return newTransport(t, opts...).Dial(ctx, addr)
+	Dial: func(t *testing.T, ctx context.Context, addr string, cfg prefacetest.Config) (transport.Socket, error) {
+		return newTransport(t, WithTLS(cfg.TLS), WithLogger(cfg.Logger)).Dial(ctx, addr)
 	},
-	Listen: func(t *testing.T, opts ...transport.Option) transport.Listener {
-		return listen(t, newTransport(t, opts...))
+	Listen: func(t *testing.T, cfg prefacetest.Config) transport.Listener {
+		return listen(t, newTransport(t, WithTLS(cfg.TLS), WithLogger(cfg.Logger)))
 	},
-	OtherListen: func(t *testing.T, opts ...transport.Option) transport.Listener {
-		l, err := tcp.New(opts...).Listen("127.0.0.1:0")
+	OtherListen: func(t *testing.T, cfg prefacetest.Config) transport.Listener {
+		l, err := tcp.New(tcp.WithTLS(cfg.TLS), tcp.WithLogger(cfg.Logger)).Listen("127.0.0.1:0")
 		require.NoError(t, err)
 		t.Cleanup(func() { l.Close() })
 		return l
@@ -47,8 +47,8 @@ var suite = prefacetest.Suite{
 func TestDialTCPListener(t *testing.T) {
 	s := suite
 	var dialled []*Transport
-	s.Dial = func(t *testing.T, ctx context.Context, addr string, opts ...transport.Option) (transport.Socket, error) {
-		tr := newTransport(t, opts...)
+	s.Dial = func(t *testing.T, ctx context.Context, addr string, cfg prefacetest.Config) (transport.Socket, error) {
+		tr := newTransport(t, WithTLS(cfg.TLS), WithLogger(cfg.Logger))
 		dialled = append(dialled, tr)
 		return tr.Dial(ctx, addr)
 	}
@@ -77,10 +77,10 @@ func TestListenerCloseEndsPreface(t *testing.T) { prefacetest.ListenerCloseEndsP
 func TestWire(t *testing.T) {
 	serverCfg, clientCfg := selfSigned(t)
 	assert.Equal(t, transport.Wire{Protocol: "mux/1"}, New().Wire())
-	assert.Equal(t, transport.Wire{Protocol: "mux/1", TLS: true}, New(transport.WithTLS(clientCfg)).Wire())
+	assert.Equal(t, transport.Wire{Protocol: "mux/1", TLS: true}, New(WithTLS(clientCfg)).Wire())
 	withCert := clientCfg.Clone()
 	withCert.Certificates = serverCfg.Certificates
-	assert.Equal(t, transport.Wire{Protocol: "mux/1", TLS: true, ClientCert: true}, New(transport.WithTLS(withCert)).Wire())
+	assert.Equal(t, transport.Wire{Protocol: "mux/1", TLS: true, ClientCert: true}, New(WithTLS(withCert)).Wire())
 
 	for cfg, want := range map[*tls.Config]transport.Wire{
 		nil:                                    {Protocol: "mux/1"},
@@ -88,11 +88,7 @@ func TestWire(t *testing.T) {
 		{ClientAuth: tls.RequireAnyClientCert}: {Protocol: "mux/1", TLS: true, ClientCert: true},
 		{ClientAuth: tls.VerifyClientCertIfGiven}: {Protocol: "mux/1", TLS: true},
 	} {
-		var opts []transport.Option
-		if cfg != nil {
-			opts = append(opts, transport.WithTLS(cfg))
-		}
-		l := listen(t, newTransport(t, opts...))
+		l := listen(t, newTransport(t, WithTLS(cfg)))
 		assert.Equal(t, want, l.(transport.WireReporter).Wire())
 	}
 }

@@ -155,7 +155,7 @@ func (cs *clientSession) run(ctx context.Context) {
 		delete(t.current, cs.addr)
 	}
 	t.mu.Unlock()
-	t.opts.Logger.Debug("mux: session closed", "side", "client", "remote", cs.addr)
+	t.cfg.Logger.Debug("mux: session closed", "side", "client", "remote", cs.addr)
 }
 
 // connect dials the connection, completes TLS when configured, exchanges
@@ -172,7 +172,7 @@ func (cs *clientSession) connect(ctx context.Context) (*yamux.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := newSessionLogger(t.opts.Logger, "client", cs.addr)
+	log := newSessionLogger(t.cfg.Logger, "client", cs.addr)
 	sess, err := yamux.Client(newTapConn(c, cs.tr), t.cfg.sessionConfig(log))
 	if err != nil {
 		c.Close()

@@ -2,7 +2,6 @@ package mux
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -242,24 +241,25 @@ func TestTransportClose(t *testing.T) {
 }
 
 // TestInvalidConfig: settings yamux or this package would refuse make Dial
-// and Listen fail with a clear error, not a panic or a hang.
+// and Listen fail with an error naming the option and its value, not a
+// panic or a hang.
 func TestInvalidConfig(t *testing.T) {
-	for name, opt := range map[string]transport.Option{
-		"window below minimum": WithStreamWindow(1000),
-		"zero write timeout":   WithWriteTimeout(0),
-		"zero backlog":         WithAcceptBacklog(0),
-		"negative keepalive":   WithKeepAlive(-time.Second),
-		"negative limit":       WithStreamLimit(-1),
-		"negative open wait":   WithStreamOpenTimeout(-time.Second),
+	for want, opt := range map[string]Option{
+		"mux: WithStreamWindow(1000): must be between 262144 (yamux's minimum) and 4294967295": WithStreamWindow(1000),
+		"mux: WithWriteTimeout(0s): must be positive":                                          WithWriteTimeout(0),
+		"mux: WithAcceptBacklog(0): must be positive":                                          WithAcceptBacklog(0),
+		"mux: WithKeepAlive(-1s): must not be negative":                                        WithKeepAlive(-time.Second),
+		"mux: WithStreamLimit(-1): must not be negative":                                       WithStreamLimit(-1),
+		"mux: WithStreamOpenTimeout(-1s): must not be negative":                                WithStreamOpenTimeout(-time.Second),
+		"mux: WithStreamCloseTimeout(-1ns): must not be negative":                              WithStreamCloseTimeout(-1),
+		"mux: WithMaxFrameSize(0): must be between 1 and 4294967295":                           WithMaxFrameSize(0),
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(want, func(t *testing.T) {
 			tr := newTransport(t, opt)
 			_, err := tr.Dial(t.Context(), "127.0.0.1:1")
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "mux: invalid configuration")
+			assert.EqualError(t, err, want)
 			_, err = tr.Listen("127.0.0.1:0")
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "mux: invalid configuration")
+			assert.EqualError(t, err, want)
 		})
 	}
 	// Valid settings, keepalive off included, pass.
@@ -269,14 +269,25 @@ func TestInvalidConfig(t *testing.T) {
 	roundTrip(t, dial(t, tr, l.Addr().String()), "ok")
 }
 
-// TestOptionsIgnoredByOthers: this package's options change nothing in
-// transport.Options, so one option list can serve every transport.
-func TestOptionsIgnoredByOthers(t *testing.T) {
-	o := transport.Apply(WithKeepAlive(time.Second), WithStreamLimit(3), transport.WithMaxFrameSize(123))
-	assert.Equal(t, 123, o.MaxFrameSize)
-	tr := New(WithStreamLimit(3), transport.WithMaxFrameSize(123))
+// TestInvalidOptionsAllNamed: Dial and Listen name every invalid option at
+// once, this package's and the shared ones alike, in the order given.
+func TestInvalidOptionsAllNamed(t *testing.T) {
+	tr := newTransport(t, WithKeepAlive(-5*time.Second), WithMaxFrameSize(0), WithStreamWindow(1), WithStreamLimit(3))
+	want := "mux: WithKeepAlive(-5s): must not be negative\n" +
+		"mux: WithMaxFrameSize(0): must be between 1 and 4294967295\n" +
+		"mux: WithStreamWindow(1): must be between 262144 (yamux's minimum) and 4294967295"
+	_, err := tr.Dial(t.Context(), "127.0.0.1:1")
+	assert.EqualError(t, err, want)
+	_, err = tr.Listen("127.0.0.1:0")
+	assert.EqualError(t, err, want)
+}
+
+// TestOptions: the shared settings and this package's own are both taken
+// from the one list New is given, and nil options are skipped.
+func TestOptions(t *testing.T) {
+	tr := New(WithStreamLimit(3), nil, WithMaxFrameSize(123))
 	defer tr.Close()
 	assert.Equal(t, 3, tr.cfg.streamLimit)
 	assert.Equal(t, 123, tr.MaxFrameSize())
-	assert.True(t, errors.Is(tr.cfg.validate(), nil))
+	assert.NoError(t, tr.err)
 }

@@ -19,12 +19,12 @@ func selfSigned(t *testing.T) (server, client *tls.Config) { return testcert.Con
 // at Dial.
 func TestTLS(t *testing.T) {
 	serverCfg, clientCfg := selfSigned(t)
-	srv := newTransport(t, transport.WithTLS(serverCfg))
+	srv := newTransport(t, WithTLS(serverCfg))
 	l := listen(t, srv)
 	serveEcho(t, l)
 	addr := l.Addr().String()
 
-	tr := newTransport(t, transport.WithTLS(clientCfg))
+	tr := newTransport(t, WithTLS(clientCfg))
 	a := dial(t, tr, addr)
 	b := dial(t, tr, addr)
 	roundTrip(t, a, "over tls")
@@ -32,7 +32,7 @@ func TestTLS(t *testing.T) {
 	assert.Equal(t, 1, tr.sessions())
 	assert.Equal(t, addr, a.RemoteAddr().String())
 
-	stranger := newTransport(t, transport.WithTLS(&tls.Config{MinVersion: tls.VersionTLS13}))
+	stranger := newTransport(t, WithTLS(&tls.Config{MinVersion: tls.VersionTLS13}))
 	_, err := stranger.Dial(t.Context(), addr)
 	var unknown x509.UnknownAuthorityError
 	assert.ErrorAs(t, err, &unknown, "a client must not trust an unknown certificate")

@@ -13,4 +13,10 @@
 // Writes are buffered and flushed once per message, with TCP_NODELAY set, so
 // a message costs one write system call. Many goroutines may Send on one
 // socket; frames never interleave.
+//
+// New and NewSocket take this package's options, of type Option:
+// WithMaxFrameSize, WithTLS and WithLogger (the mux and memory packages
+// have options of the same names, which do not compile here). New does not
+// fail; a Transport made with invalid options fails every Dial and Listen
+// with one error that names each of them and its value.
 package tcp

@@ -20,17 +20,17 @@ import (
 var suite = prefacetest.Suite{
 	Proto: prefacetest.TCP,
 	Other: prefacetest.Mux,
-	Dial: func(t *testing.T, ctx context.Context, addr string, opts ...transport.Option) (transport.Socket, error) {
-		return tcp.New(opts...).Dial(ctx, addr)
+	Dial: func(t *testing.T, ctx context.Context, addr string, cfg prefacetest.Config) (transport.Socket, error) {
+		return tcp.New(tcp.WithTLS(cfg.TLS), tcp.WithLogger(cfg.Logger)).Dial(ctx, addr)
 	},
-	Listen: func(t *testing.T, opts ...transport.Option) transport.Listener {
-		l, err := tcp.New(opts...).Listen("127.0.0.1:0")
+	Listen: func(t *testing.T, cfg prefacetest.Config) transport.Listener {
+		l, err := tcp.New(tcp.WithTLS(cfg.TLS), tcp.WithLogger(cfg.Logger)).Listen("127.0.0.1:0")
 		require.NoError(t, err)
 		t.Cleanup(func() { l.Close() })
 		return l
 	},
-	OtherListen: func(t *testing.T, opts ...transport.Option) transport.Listener {
-		tr := mux.New(opts...)
+	OtherListen: func(t *testing.T, cfg prefacetest.Config) transport.Listener {
+		tr := mux.New(mux.WithTLS(cfg.TLS), mux.WithLogger(cfg.Logger))
 		t.Cleanup(func() { tr.Close() })
 		l, err := tr.Listen("127.0.0.1:0")
 		require.NoError(t, err)
@@ -107,10 +107,10 @@ func TestAcceptBacklog(t *testing.T) {
 func TestWire(t *testing.T) {
 	serverCfg, clientCfg := selfSigned(t)
 	assert.Equal(t, transport.Wire{Protocol: "tcp/1"}, tcp.New().Wire())
-	assert.Equal(t, transport.Wire{Protocol: "tcp/1", TLS: true}, tcp.New(transport.WithTLS(clientCfg)).Wire())
+	assert.Equal(t, transport.Wire{Protocol: "tcp/1", TLS: true}, tcp.New(tcp.WithTLS(clientCfg)).Wire())
 	withCert := clientCfg.Clone()
 	withCert.Certificates = serverCfg.Certificates
-	assert.Equal(t, transport.Wire{Protocol: "tcp/1", TLS: true, ClientCert: true}, tcp.New(transport.WithTLS(withCert)).Wire())
+	assert.Equal(t, transport.Wire{Protocol: "tcp/1", TLS: true, ClientCert: true}, tcp.New(tcp.WithTLS(withCert)).Wire())
 
 	for cfg, want := range map[*tls.Config]transport.Wire{
 		nil:       {Protocol: "tcp/1"},
@@ -118,11 +118,7 @@ func TestWire(t *testing.T) {
 		{ClientAuth: tls.RequireAndVerifyClientCert}: {Protocol: "tcp/1", TLS: true, ClientCert: true},
 		{ClientAuth: tls.VerifyClientCertIfGiven}:    {Protocol: "tcp/1", TLS: true},
 	} {
-		var opts []transport.Option
-		if cfg != nil {
-			opts = append(opts, transport.WithTLS(cfg))
-		}
-		l, err := tcp.New(opts...).Listen("127.0.0.1:0")
+		l, err := tcp.New(tcp.WithTLS(cfg)).Listen("127.0.0.1:0")
 		require.NoError(t, err)
 		assert.Equal(t, want, l.(transport.WireReporter).Wire())
 		l.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/frame"
 	"github.com/zerodial/transport/internal/netconn"
+	"github.com/zerodial/transport/internal/options"
 	"github.com/zerodial/transport/internal/preface"
 )
 
@@ -33,18 +34,19 @@ import (
 // first read or write completes (bounded like the exchange). WithTLS is
 // refused rather than ignored, since a caller who passed it expects a
 // connection it does not get. Of the options, NewSocket honours
-// transport.WithMaxFrameSize, and transport.WithLogger, which hears of a
-// failed exchange as a listener would (a warning for a zerodial peer of
-// another protocol or version, debug otherwise).
-func NewSocket(ctx context.Context, conn net.Conn, opts ...transport.Option) (transport.Socket, error) {
-	o := transport.Apply(opts...)
+// WithMaxFrameSize, and WithLogger, which hears of a failed exchange as a
+// listener would (a warning for a zerodial peer of another protocol or
+// version, debug otherwise). Invalid options, WithTLS among them, fail
+// NewSocket before the exchange, all named in one error (errors.Join).
+func NewSocket(ctx context.Context, conn net.Conn, opts ...Option) (transport.Socket, error) {
+	o := apply(opts)
 	peer := "peer"
 	if a := conn.RemoteAddr(); a != nil {
 		peer = a.String()
 	}
-	if o.TLSConfig != nil {
+	if err := newSocketErr(o, peer); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("tcp: NewSocket with %s: %w", peer, errTLSOption)
+		return nil, err
 	}
 	// Without TLS, Client's set-up is the exchange alone, the same on
 	// either end; and it closes conn on failure, as NewSocket must.
@@ -61,7 +63,17 @@ func NewSocket(ctx context.Context, conn net.Conn, opts ...transport.Option) (tr
 	return newSocket(c, o.MaxFrameSize), nil
 }
 
-// errTLSOption refuses transport.WithTLS in NewSocket.
-var errTLSOption = errors.New("transport.WithTLS is not for NewSocket: wrap the connection with tls.Client or tls.Server")
+// errTLSOption refuses WithTLS in NewSocket.
+var errTLSOption = errors.New("WithTLS is not for NewSocket: wrap the connection with tls.Client or tls.Server")
+
+// newSocketErr reports what makes o unfit for NewSocket with peer: the
+// options' own problems, and TLS.
+func newSocketErr(o options.Common, peer string) error {
+	err := o.Err()
+	if o.TLS != nil {
+		err = errors.Join(err, fmt.Errorf("tcp: NewSocket with %s: %w", peer, errTLSOption))
+	}
+	return err
+}
 
 func newSocket(c net.Conn, max int) transport.Socket { return frame.NewSocket(c, max) }

@@ -21,7 +21,7 @@ import (
 // newSocketAsync runs NewSocket on c on a goroutine, for the end whose peer
 // is set up on the test's own goroutine; the socket is closed when the test
 // ends.
-func newSocketAsync(t *testing.T, c net.Conn, opts ...transport.Option) <-chan transport.Socket {
+func newSocketAsync(t *testing.T, c net.Conn, opts ...tcp.Option) <-chan transport.Socket {
 	ch := make(chan transport.Socket, 1)
 	go func() {
 		s, err := tcp.NewSocket(context.Background(), c, opts...)
@@ -56,7 +56,7 @@ func exchangeOne(t *testing.T, a, b transport.Socket) {
 // for the peer's read, sets both up; each honours its frame limit.
 func TestNewSocketPipe(t *testing.T) {
 	a, b := net.Pipe()
-	bs := newSocketAsync(t, b, transport.WithMaxFrameSize(64))
+	bs := newSocketAsync(t, b, tcp.WithMaxFrameSize(64))
 	as, err := tcp.NewSocket(t.Context(), a)
 	require.NoError(t, err)
 	defer as.Close()
@@ -89,10 +89,10 @@ func TestDialToNewSocket(t *testing.T) {
 	serverCfg, clientCfg := selfSigned(t)
 	for name, tc := range map[string]struct {
 		wrap func(net.Conn) net.Conn
-		opts []transport.Option
+		opts []tcp.Option
 	}{
 		"plain": {func(c net.Conn) net.Conn { return c }, nil},
-		"tls":   {func(c net.Conn) net.Conn { return tls.Server(c, serverCfg) }, []transport.Option{transport.WithTLS(clientCfg)}},
+		"tls":   {func(c net.Conn) net.Conn { return tls.Server(c, serverCfg) }, []tcp.Option{tcp.WithTLS(clientCfg)}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			server := make(chan transport.Socket, 1)
@@ -122,7 +122,7 @@ func TestNewSocketMuxListener(t *testing.T) {
 	c, err := net.Dial("tcp", l.Addr().String())
 	require.NoError(t, err)
 	logs := &prefacetest.LogBuffer{}
-	_, err = tcp.NewSocket(t.Context(), c, transport.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	_, err = tcp.NewSocket(t.Context(), c, tcp.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	require.ErrorIs(t, err, transport.ErrProtocol)
 	assert.EqualError(t, err, "tcp: "+l.Addr().String()+" speaks zerodial mux/1, not tcp/1")
 	_, err = c.Read(make([]byte, 1))
@@ -162,8 +162,21 @@ func TestNewSocketRefusesTLSOption(t *testing.T) {
 	_, clientCfg := selfSigned(t)
 	a, b := net.Pipe()
 	defer b.Close()
-	_, err := tcp.NewSocket(t.Context(), a, transport.WithTLS(clientCfg))
-	assert.ErrorContains(t, err, "tcp: NewSocket with pipe: transport.WithTLS is not for NewSocket")
+	_, err := tcp.NewSocket(t.Context(), a, tcp.WithTLS(clientCfg))
+	assert.ErrorContains(t, err, "tcp: NewSocket with pipe: WithTLS is not for NewSocket")
+	_, err = a.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewSocket left conn open")
+}
+
+// TestNewSocketInvalidOptions: NewSocket names every option it refuses,
+// WithTLS among them, before any exchange, and closes conn.
+func TestNewSocketInvalidOptions(t *testing.T) {
+	_, clientCfg := selfSigned(t)
+	a, b := net.Pipe()
+	defer b.Close()
+	_, err := tcp.NewSocket(t.Context(), a, tcp.WithMaxFrameSize(0), tcp.WithTLS(clientCfg))
+	assert.EqualError(t, err, "tcp: WithMaxFrameSize(0): must be between 1 and 4294967295\n"+
+		"tcp: NewSocket with pipe: WithTLS is not for NewSocket: wrap the connection with tls.Client or tls.Server")
 	_, err = a.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewSocket left conn open")
 }

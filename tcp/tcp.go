@@ -10,13 +10,15 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/netconn"
+	"github.com/zerodial/transport/internal/options"
 	"github.com/zerodial/transport/internal/preface"
 )
 
 // Transport is a TCP transport.Transport. The zero value is not usable;
 // call New.
 type Transport struct {
-	opts transport.Options
+	opts options.Common
+	err  error // the options' problems, returned by Dial and Listen
 	// setup sets up the connections Dial makes and the listeners accept:
 	// TLS as configured, then the preface, each step within
 	// handshakeTimeout.
@@ -30,13 +32,16 @@ var (
 	_ transport.WireReporter = (*listener)(nil)
 )
 
-// New returns a TCP Transport. It understands transport.WithMaxFrameSize,
-// transport.WithTLS and transport.WithLogger.
-func New(opts ...transport.Option) *Transport {
-	o := transport.Apply(opts...)
+// New returns a TCP Transport configured by opts (WithMaxFrameSize,
+// WithTLS, WithLogger), applied in order. New does not fail: if an option
+// is invalid, every Dial and Listen of the Transport returns an error
+// naming each invalid option and its value (errors.Join).
+func New(opts ...Option) *Transport {
+	o := apply(opts)
 	return &Transport{
 		opts:  o,
-		setup: netconn.Setup{Proto: preface.TCP, TLS: o.TLSConfig, Timeout: handshakeTimeout},
+		err:   o.Err(),
+		setup: netconn.Setup{Proto: preface.TCP, TLS: o.TLS, Timeout: handshakeTimeout},
 	}
 }
 
@@ -48,7 +53,7 @@ func (t *Transport) MaxFrameSize() int { return t.opts.MaxFrameSize }
 
 // Wire reports what Dial speaks: "tcp/1", with TLS and a client
 // certificate as configured (transport.WireReporter).
-func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.TCP, t.opts.TLSConfig) }
+func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.TCP, t.opts.TLS) }
 
 // handshakeTimeout bounds each step of connection set-up that waits for the
 // peer, on either end: the TLS handshake, when TLS is configured, and the
@@ -64,6 +69,9 @@ var handshakeTimeout = preface.Timeout
 // handshake timeout (10 s) — fails Dial with an error matching
 // transport.ErrProtocol that says what the peer sent.
 func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -93,6 +101,9 @@ const acceptBacklog = 256
 // handshake). At most 256 connections wait for Accept, set up or being set
 // up; more wait in the kernel's backlog.
 func (t *Transport) Listen(addr string) (transport.Listener, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
 	nl, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -112,7 +123,7 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 
 type listener struct {
 	nl    net.Listener
-	opts  transport.Options
+	opts  options.Common
 	setup netconn.Setup
 
 	// slots holds a token for every connection taken from nl and not yet
@@ -140,7 +151,7 @@ func (l *listener) MaxFrameSize() int { return l.opts.MaxFrameSize }
 
 // Wire reports what the listener accepts: "tcp/1", with TLS and a required
 // client certificate as configured (transport.WireReporter).
-func (l *listener) Wire() transport.Wire { return preface.ListenWire(preface.TCP, l.opts.TLSConfig) }
+func (l *listener) Wire() transport.Wire { return preface.ListenWire(preface.TCP, l.opts.TLS) }
 
 // Accept returns the next connection set up, as a Socket.
 func (l *listener) Accept() (transport.Socket, error) {

@@ -56,7 +56,7 @@ func rawPeer(t *testing.T, l transport.Listener) (net.Conn, transport.Socket) {
 // TestOversizeFrameClosesThatConnectionOnly: a peer announcing a frame over
 // the limit gets its connection closed; another connection carries on.
 func TestOversizeFrameClosesThatConnectionOnly(t *testing.T) {
-	tr := tcp.New(transport.WithMaxFrameSize(1024))
+	tr := tcp.New(tcp.WithMaxFrameSize(1024))
 	l, err := tr.Listen("127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
@@ -98,13 +98,13 @@ func selfSigned(t *testing.T) (server, client *tls.Config) { return testcert.Con
 
 func TestTLS(t *testing.T) {
 	serverCfg, clientCfg := selfSigned(t)
-	srv := tcp.New(transport.WithTLS(serverCfg))
+	srv := tcp.New(tcp.WithTLS(serverCfg))
 	l, err := srv.Listen("127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
 
 	accepted := acceptOne(t, l)
-	c, err := tcp.New(transport.WithTLS(clientCfg)).Dial(context.Background(), l.Addr().String())
+	c, err := tcp.New(tcp.WithTLS(clientCfg)).Dial(context.Background(), l.Addr().String())
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.Send(&transport.Message{Header: map[string]string{"k": "v"}, Body: []byte("secret")}))
@@ -119,7 +119,7 @@ func TestTLS(t *testing.T) {
 	// A client that does not trust the server's certificate fails in Dial,
 	// and its connection never reaches Accept.
 	accepted = acceptOne(t, l)
-	_, err = tcp.New(transport.WithTLS(&tls.Config{})).Dial(context.Background(), l.Addr().String())
+	_, err = tcp.New(tcp.WithTLS(&tls.Config{})).Dial(context.Background(), l.Addr().String())
 	var unknown x509.UnknownAuthorityError
 	require.ErrorAs(t, err, &unknown)
 	select {
@@ -139,10 +139,10 @@ func TestTLS(t *testing.T) {
 func TestTLSClientCertRequired(t *testing.T) {
 	serverCfg, clientCfg := selfSigned(t)
 	serverCfg.ClientAuth = tls.RequireAnyClientCert
-	l, err := tcp.New(transport.WithTLS(serverCfg)).Listen("127.0.0.1:0")
+	l, err := tcp.New(tcp.WithTLS(serverCfg)).Listen("127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
-	_, err = tcp.New(transport.WithTLS(clientCfg)).Dial(t.Context(), l.Addr().String())
+	_, err = tcp.New(tcp.WithTLS(clientCfg)).Dial(t.Context(), l.Addr().String())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "certificate required")
 	assert.NotErrorIs(t, err, transport.ErrProtocol, "a TLS refusal is not a preface mismatch")
@@ -150,9 +150,9 @@ func TestTLSClientCertRequired(t *testing.T) {
 
 func TestTLSConfigIsCloned(t *testing.T) {
 	serverCfg, clientCfg := selfSigned(t)
-	tr := tcp.New(transport.WithTLS(clientCfg))
+	tr := tcp.New(tcp.WithTLS(clientCfg))
 	clientCfg.RootCAs = nil // changing it afterwards has no effect
-	l, err := tcp.New(transport.WithTLS(serverCfg)).Listen("127.0.0.1:0")
+	l, err := tcp.New(tcp.WithTLS(serverCfg)).Listen("127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
 	accepted := acceptOne(t, l)
@@ -160,4 +160,18 @@ func TestTLSConfigIsCloned(t *testing.T) {
 	require.NoError(t, err)
 	c.Close()
 	(<-accepted).Close()
+}
+
+// TestInvalidOptions: a Transport made with invalid options fails every
+// Dial and Listen with one error naming each of them and its value; valid
+// options beside them change nothing about that.
+func TestInvalidOptions(t *testing.T) {
+	_, clientCfg := selfSigned(t)
+	tr := tcp.New(tcp.WithMaxFrameSize(0), tcp.WithTLS(clientCfg), tcp.WithLogger(nil), tcp.WithMaxFrameSize(-1))
+	want := "tcp: WithMaxFrameSize(0): must be between 1 and 4294967295\n" +
+		"tcp: WithMaxFrameSize(-1): must be between 1 and 4294967295"
+	_, err := tr.Listen("127.0.0.1:0")
+	assert.EqualError(t, err, want)
+	_, err = tr.Dial(t.Context(), "127.0.0.1:1")
+	assert.EqualError(t, err, want)
 }

@@ -18,14 +18,14 @@ import (
 // fails at Dial, naming what the listener speaks, instead of failing at
 // the first call; over TLS too, since the preface travels inside it.
 func DialOtherListener(t *testing.T, s Suite) {
-	l := s.OtherListen(t)
-	_, err := s.Dial(t, t.Context(), l.Addr().String())
+	l := s.OtherListen(t, Config{})
+	_, err := s.Dial(t, t.Context(), l.Addr().String(), Config{})
 	require.ErrorIs(t, err, transport.ErrProtocol)
 	assert.EqualError(t, err, s.speaks(l.Addr().String(), s.Other.Name+"/1"))
 
 	serverCfg, clientCfg := testcert.Configs(t)
-	l = s.OtherListen(t, transport.WithTLS(serverCfg))
-	_, err = s.Dial(t, t.Context(), l.Addr().String(), transport.WithTLS(clientCfg))
+	l = s.OtherListen(t, Config{TLS: serverCfg})
+	_, err = s.Dial(t, t.Context(), l.Addr().String(), Config{TLS: clientCfg})
 	require.ErrorIs(t, err, transport.ErrProtocol)
 	assert.Contains(t, err.Error(), "speaks zerodial "+s.Other.Name+"/1, not "+s.Proto.Name+"/1")
 }
@@ -40,20 +40,20 @@ func DialSilentPeer(t *testing.T, s Suite) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := s.Dial(t, ctx, addr)
+	_, err := s.Dial(t, ctx, addr, Config{})
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), time.Second, "Dial outlived its context")
 
 	s.SetHandshakeTimeout(t, 200*time.Millisecond)
 	start = time.Now()
-	_, err = s.Dial(t, context.Background(), addr)
+	_, err = s.Dial(t, context.Background(), addr, Config{})
 	assert.ErrorIs(t, err, transport.ErrProtocol)
 	assert.EqualError(t, err, s.Proto.Name+": "+addr+" sent no preface within 200ms")
 	assert.Less(t, time.Since(start), time.Second, "Dial outlived the handshake timeout")
 
 	_, clientCfg := testcert.Configs(t)
 	start = time.Now()
-	_, err = s.Dial(t, context.Background(), addr, transport.WithTLS(clientCfg))
+	_, err = s.Dial(t, context.Background(), addr, Config{TLS: clientCfg})
 	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
 	assert.Less(t, time.Since(start), time.Second, "the TLS handshake outlived the handshake timeout")
 }
@@ -65,7 +65,7 @@ func DialForeignPeer(t *testing.T, s Suite) {
 		c.Write([]byte("HTTP/1.1 400 Bad Request\r\n"))
 		UntilClosed(c)
 	})
-	_, err := s.Dial(t, t.Context(), addr)
+	_, err := s.Dial(t, t.Context(), addr, Config{})
 	require.ErrorIs(t, err, transport.ErrProtocol)
 	assert.EqualError(t, err, s.Proto.Name+": "+addr+` is not a zerodial peer (it sent "HTTP/1.1")`)
 }
@@ -78,7 +78,7 @@ func DialVersionMismatch(t *testing.T, s Suite) {
 			c.Write([]byte(p.version2()))
 			UntilClosed(c)
 		})
-		_, err := s.Dial(t, t.Context(), addr)
+		_, err := s.Dial(t, t.Context(), addr, Config{})
 		require.ErrorIs(t, err, transport.ErrProtocol)
 		assert.EqualError(t, err, s.speaks(addr, p.Name+"/2"))
 	}
@@ -88,7 +88,7 @@ func DialVersionMismatch(t *testing.T, s Suite) {
 // fails Dial, saying so.
 func DialPeerClosesFirst(t *testing.T, s Suite) {
 	addr := RawListener(t, func(net.Conn) {})
-	_, err := s.Dial(t, t.Context(), addr)
+	_, err := s.Dial(t, t.Context(), addr, Config{})
 	require.ErrorIs(t, err, transport.ErrProtocol)
 	assert.Contains(t, err.Error(), s.Proto.Name+": "+addr+" closed the connection before its preface")
 }

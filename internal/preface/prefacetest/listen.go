@@ -24,7 +24,7 @@ import (
 func ListenerDropsBadClients(t *testing.T, s Suite) transport.Listener {
 	s.SetHandshakeTimeout(t, time.Second)
 	logs := &LogBuffer{}
-	l := s.Listen(t, transport.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	l := s.Listen(t, Config{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	accepted := make(chan transport.Socket, 10)
 	go func() {
 		for {
@@ -67,7 +67,7 @@ func ListenerDropsBadClients(t *testing.T, s Suite) transport.Listener {
 
 	// While the silent client is being waited for, a good one gets in.
 	start := time.Now()
-	c, err := s.Dial(t, t.Context(), l.Addr().String())
+	c, err := s.Dial(t, t.Context(), l.Addr().String(), Config{})
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.Send(&transport.Message{Body: []byte("good")}))
@@ -104,7 +104,7 @@ func ListenerDropsBadClients(t *testing.T, s Suite) transport.Listener {
 // ListenerCloseEndsPreface: Close ends the preface exchanges under way,
 // closing their connections, and Accept fails afterwards.
 func ListenerCloseEndsPreface(t *testing.T, s Suite) {
-	l := s.Listen(t)
+	l := s.Listen(t, Config{})
 	silent, err := net.Dial("tcp", l.Addr().String())
 	require.NoError(t, err)
 	defer silent.Close()

@@ -10,6 +10,8 @@ package prefacetest
 
 import (
 	"context"
+	"crypto/tls"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -37,19 +39,29 @@ var (
 // module speaks.
 func (p Protocol) version2() string { return p.Preface[:6] + "\x02\x00" }
 
+// Config is what a body asks of the Transports it has made: each
+// transport's tests turn it into their own package's options (WithTLS,
+// WithLogger). The zero Config asks for the defaults.
+type Config struct {
+	// TLS, when not nil, is given to WithTLS.
+	TLS *tls.Config
+	// Logger, when not nil, is given to WithLogger.
+	Logger *slog.Logger
+}
+
 // Suite is the transport under test, as the bodies need it.
 type Suite struct {
 	// Proto is the transport's protocol; Other is the other transport's,
 	// whose listeners OtherListen makes.
 	Proto, Other Protocol
-	// Dial dials addr with a new Transport made with opts. The Transport
-	// is closed when the test ends.
-	Dial func(t *testing.T, ctx context.Context, addr string, opts ...transport.Option) (transport.Socket, error)
-	// Listen listens on a free loopback port with a new Transport made
-	// with opts. The listener is closed when the test ends.
-	Listen func(t *testing.T, opts ...transport.Option) transport.Listener
+	// Dial dials addr with a new Transport made as cfg says. The
+	// Transport is closed when the test ends.
+	Dial func(t *testing.T, ctx context.Context, addr string, cfg Config) (transport.Socket, error)
+	// Listen listens on a free loopback port with a new Transport made as
+	// cfg says. The listener is closed when the test ends.
+	Listen func(t *testing.T, cfg Config) transport.Listener
 	// OtherListen does as Listen with the other transport.
-	OtherListen func(t *testing.T, opts ...transport.Option) transport.Listener
+	OtherListen func(t *testing.T, cfg Config) transport.Listener
 	// SetHandshakeTimeout shortens the handshake timeout of the Transports
 	// made afterwards, until the test ends, so that a test of a silent
 	// peer need not wait ten seconds.

@@ -1,0 +1,82 @@
+// Package options holds the settings every transport shares — the frame
+// limit, TLS and the logger — with their defaults and their validation, so
+// that the memory, tcp and mux packages, which each define an Option type
+// of their own, apply them alike and report the same errors.
+//
+// A setter never panics and never quietly corrects a value: it records what
+// is wrong, naming the option and the value, and Err reports every recorded
+// problem at once. The transports keep that error and return it from every
+// Dial and Listen.
+package options
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/zerodial/transport"
+)
+
+// Common holds the settings every transport understands. Make one with New;
+// the zero value has no logger and names no transport in its errors.
+type Common struct {
+	// MaxFrameSize bounds one message (header block plus body, as WIRE.md
+	// counts it). Larger messages fail with transport.ErrFrameTooLarge, and
+	// a peer's announced size is checked against it before anything is
+	// allocated.
+	MaxFrameSize int
+	// TLS, when not nil, makes a network transport speak TLS: Dial uses it
+	// as a client configuration and Listen as a server one.
+	TLS *tls.Config
+	// Logger receives the transport's diagnostics. It is never nil after
+	// New; the default discards everything.
+	Logger *slog.Logger
+
+	pkg  string  // the transport's name, which starts every error
+	errs []error // what the setters refused, in order
+}
+
+// New returns the defaults of the transport named pkg ("tcp"), whose name
+// starts the errors it records.
+func New(pkg string) Common {
+	return Common{
+		MaxFrameSize: transport.DefaultMaxFrameSize,
+		Logger:       slog.New(slog.DiscardHandler),
+		pkg:          pkg,
+	}
+}
+
+// SetMaxFrameSize is WithMaxFrameSize: n must be between 1 and
+// transport.MaxFrameSizeLimit, or the setting is refused and recorded.
+func (c *Common) SetMaxFrameSize(n int) {
+	if n < 1 || uint64(n) > transport.MaxFrameSizeLimit {
+		c.Invalid("WithMaxFrameSize", n, fmt.Sprintf("must be between 1 and %d", uint64(transport.MaxFrameSizeLimit)))
+		return
+	}
+	c.MaxFrameSize = n
+}
+
+// SetTLS is WithTLS: it keeps a clone of cfg, so that later changes to cfg
+// have no effect. A nil cfg means no TLS.
+func (c *Common) SetTLS(cfg *tls.Config) { c.TLS = cfg.Clone() }
+
+// SetLogger is WithLogger: a nil l discards the diagnostics.
+func (c *Common) SetLogger(l *slog.Logger) {
+	if l == nil {
+		l = slog.New(slog.DiscardHandler)
+	}
+	c.Logger = l
+}
+
+// Invalid records that option, given value, is refused because of problem,
+// as in "tcp: WithMaxFrameSize(0): must be between 1 and 4294967295".
+// Transports record the problems of their own options with it, so that Err
+// reports them with the shared ones.
+func (c *Common) Invalid(option string, value any, problem string) {
+	c.errs = append(c.errs, fmt.Errorf("%s: %s(%v): %s", c.pkg, option, value, problem))
+}
+
+// Err returns every problem recorded, joined (errors.Join) in the order
+// the options were applied, or nil if there is none.
+func (c *Common) Err() error { return errors.Join(c.errs...) }
