@@ -107,8 +107,16 @@ func (r *registry) lookupCached(k regKey, w transport.Wire, cache *atomic.Pointe
 // an earlier one whose Serve has not yet noticed it closed. A derived form
 // (localhost:P, say) taken by another live listener is left to it.
 func (r *registry) add(l transport.Listener, srv *Server) (remove func()) {
-	keys := serverKeys(l.Addr())
 	e := &entry{srv: srv, wire: wireOf(l)}
+	if e.wire.Protocol == "" {
+		// A listener that does not say what it speaks is reached by no
+		// client (Wire.Accepts), so it gets no entry — which would only
+		// hide the entry of a listener that does, at the same address (a
+		// session over an accepted connection reports that listener's
+		// address as its own).
+		return func() {}
+	}
+	keys := serverKeys(l.Addr())
 	if fl, ok := l.(transport.FrameLimiter); ok {
 		e.limit = fl.MaxFrameSize()
 	}

@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/internal/testcert"
+	"github.com/zerodial/transport/memory"
 	"github.com/zerodial/transport/mux"
 	"github.com/zerodial/transport/tcp"
 )
@@ -90,4 +92,41 @@ func TestShortcutNeedsTheClientsWire(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "served", got)
 	assert.Equal(t, int32(1), tr.dials.Load(), "the call went through the shortcut")
+}
+
+// aliasListener reports another listener's address and no Wire, as a
+// listener for one session over an accepted connection does.
+type aliasListener struct {
+	transport.Listener
+	addr net.Addr
+}
+
+func (a aliasListener) Addr() net.Addr { return a.addr }
+
+// A Server serving a listener that says nothing of what it speaks, at the
+// address of one that does, leaves the shortcut to the latter as it was.
+func TestListenerWithoutWireHidesNoEntry(t *testing.T) {
+	srv := whoServer(t, "real")
+	tr := &countingTransport{Transport: tcp.New()}
+	l, err := tr.Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(l))
+
+	other := whoServer(t, "alias")
+	inner, err := memory.New().Listen("")
+	require.NoError(t, err)
+	alias := aliasListener{Listener: inner, addr: l.Addr()}
+	require.NoError(t, other.Start(alias))
+
+	c, err := dispatch.Dial(context.Background(), tr, l.Addr().String(), dispatch.WithShortcut(dispatch.ShortcutCopy))
+	require.NoError(t, err)
+	defer c.Close()
+	got, err := who(c)
+	require.NoError(t, err)
+	assert.Equal(t, "real", got)
+	require.NoError(t, alias.Close())
+	got, err = who(c)
+	require.NoError(t, err)
+	assert.Equal(t, "real", got)
+	assert.Zero(t, tr.dials.Load(), "the shortcut was lost")
 }

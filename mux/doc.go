@@ -12,6 +12,11 @@
 // stream only. A Listener serves a yamux session on every connection it
 // accepts and returns the streams of all of them from Accept.
 //
+// NewClientConn and NewServerConn run the two ends of one session over a
+// net.Conn the caller already has (a unix socket, net.Pipe, a proxy's
+// connection), for when the connection is not this package's to dial or
+// accept.
+//
 // Sessions are watched: keepalive pings notice a peer that stops answering,
 // and a session that dies (the peer went away, a write failed, keepalive
 // failed) is dropped, so the next Dial reconnects. A stream of a dead

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net"
 	"time"
 
 	"github.com/zerodial/transport"
@@ -68,4 +69,55 @@ func ExampleNew_invalidOptions() {
 	// Output:
 	// mux: WithKeepAlive(-5s): must not be negative
 	// mux: WithStreamWindow(1): must be between 262144 (yamux's minimum) and 4294967295
+}
+
+// NewClientConn and NewServerConn run one session over a connection the
+// caller already has — here the two ends of net.Pipe; a unix socket or a
+// proxy's connection would do as well. Every Dial of the ClientConn is a
+// stream the Listener of the other end accepts.
+func ExampleNewClientConn() {
+	a, b := net.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	// The preface exchange needs both ends at once.
+	listening := make(chan transport.Listener, 1)
+	go func() {
+		l, err := mux.NewServerConn(ctx, b)
+		if err != nil {
+			log.Fatal(err)
+		}
+		listening <- l
+	}()
+	cc, err := mux.NewClientConn(ctx, a)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cc.Close() // closes the session and a
+	l := <-listening
+	defer l.Close()
+
+	for _, body := range []string{"first", "second"} {
+		s, err := cc.Dial(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := s.Send(&transport.Message{Body: []byte(body)}); err != nil {
+			log.Fatal(err)
+		}
+		peer, err := l.Accept()
+		if err != nil {
+			log.Fatal(err)
+		}
+		var m transport.Message
+		if err := peer.Recv(&m); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("accepted a stream carrying", string(m.Body))
+		peer.Close()
+		s.Close()
+	}
+	// Output:
+	// accepted a stream carrying first
+	// accepted a stream carrying second
 }

@@ -3,6 +3,7 @@ package mux
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -30,23 +31,39 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
+	l := newListener(&t.cfg, t.setup, nl, nl.Addr())
+	l.wg.Go(l.acceptConns)
+	return l, nil
+}
+
+// newListener returns a listener of streams set up with cfg and setup.
+// nl is nil for the listener of one connection (NewServerConn), whose
+// sessions come from no net.Listener; addr is what Addr reports.
+func newListener(cfg *config, setup netconn.Setup, nl net.Listener, addr net.Addr) *listener {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &listener{
-		t:        t,
+	return &listener{
+		cfg:      cfg,
+		setup:    setup,
 		nl:       nl,
-		queue:    make(chan *streamConn, t.cfg.yamux.AcceptBacklog),
+		addr:     addr,
+		queue:    make(chan *streamConn, cfg.yamux.AcceptBacklog),
 		done:     make(chan struct{}),
 		ctx:      ctx,
 		cancel:   cancel,
 		sessions: make(map[*serverSession]struct{}),
 	}
-	l.wg.Go(l.acceptConns)
-	return l, nil
 }
 
 type listener struct {
-	t  *Transport
-	nl net.Listener
+	cfg   *config
+	setup netconn.Setup // sets up accepted connections (TLS, preface)
+	nl    net.Listener  // nil for the listener of one connection
+	addr  net.Addr
+	// ended is closed when the session of a listener of one connection
+	// ends: Accept then fails once the queue is empty. nil, so never
+	// ready, for a Transport's listener, whose sessions come and go.
+	ended  chan struct{}
+	remote string // the peer of a listener of one connection, for errors
 	// queue holds streams taken from their sessions and not yet returned
 	// by Accept.
 	queue chan *streamConn
@@ -72,17 +89,17 @@ type serverSession struct {
 	live  int           // streams handed out (queued or accepted), not closed; l.mu
 }
 
-func (l *listener) Addr() net.Addr { return l.nl.Addr() }
+func (l *listener) Addr() net.Addr { return l.addr }
 
 // MaxFrameSize returns the largest message the listener's streams carry.
-func (l *listener) MaxFrameSize() int { return l.t.MaxFrameSize() }
+func (l *listener) MaxFrameSize() int { return l.cfg.MaxFrameSize }
 
 // Closed reports whether Close has been called (transport.ClosedReporter).
 func (l *listener) Closed() bool { return l.closedFlag.Load() }
 
 // Wire reports what the listener accepts: "mux/1", with TLS and a required
 // client certificate as configured (transport.WireReporter).
-func (l *listener) Wire() transport.Wire { return preface.ListenWire(preface.Mux, l.t.cfg.TLS) }
+func (l *listener) Wire() transport.Wire { return preface.ListenWire(preface.Mux, l.cfg.TLS) }
 
 func (l *listener) isClosed() bool {
 	l.mu.Lock()
@@ -94,14 +111,43 @@ func (l *listener) isClosed() bool {
 func (l *listener) Accept() (transport.Socket, error) {
 	select {
 	case c := <-l.queue:
-		if l.isClosed() {
-			c.Close()
-			return nil, transport.ErrClosed
-		}
-		return newSocket(c, l.t.cfg.MaxFrameSize), nil
+		return l.accepted(c)
 	case <-l.done:
 		return nil, transport.ErrClosed
+	case <-l.ended:
+		// The one session is gone; streams it queued before it went
+		// come first, as their data may still be read.
+		select {
+		case c := <-l.queue:
+			return l.accepted(c)
+		default:
+		}
+		if l.isClosed() {
+			return nil, transport.ErrClosed
+		}
+		return nil, sessionEndedError{l.remote}
 	}
+}
+
+// sessionEndedError fails Accept on the listener of one connection once
+// its session has ended. It matches ErrSessionClosed, for what happened,
+// and transport.ErrClosed, since nothing more will come: a dispatch.Server
+// stops serving rather than retry.
+type sessionEndedError struct{ remote string }
+
+func (e sessionEndedError) Error() string {
+	return "mux: accept: the session with " + e.remote + " has ended"
+}
+
+func (sessionEndedError) Unwrap() []error { return []error{ErrSessionClosed, transport.ErrClosed} }
+
+// accepted hands c out from Accept, or closes it if the listener closed.
+func (l *listener) accepted(c *streamConn) (transport.Socket, error) {
+	if l.isClosed() {
+		c.Close()
+		return nil, transport.ErrClosed
+	}
+	return newSocket(c, l.cfg.MaxFrameSize), nil
 }
 
 // Close stops listening: the address is free when it returns, Accept fails
@@ -122,7 +168,10 @@ func (l *listener) Close() error {
 	l.cancel()
 	l.mu.Unlock()
 
-	err := l.nl.Close()
+	var err error
+	if l.nl != nil {
+		err = l.nl.Close()
+	}
 	l.wg.Wait()
 	for drained := false; !drained; {
 		select {
@@ -158,7 +207,7 @@ func (l *listener) Close() error {
 // goroutine, so a slow handshake holds up nobody else.
 func (l *listener) acceptConns() {
 	for {
-		c := netconn.Accept(l.nl, l.done, l.t.cfg.Logger, "mux")
+		c := netconn.Accept(l.nl, l.done, l.cfg.Logger, "mux")
 		if c == nil {
 			return
 		}
@@ -170,11 +219,11 @@ func (l *listener) acceptConns() {
 // a server session on it until the session ends.
 func (l *listener) serve(c net.Conn) {
 	remote := c.RemoteAddr().String()
-	log := l.t.cfg.Logger
+	log := l.cfg.Logger
 	// Before the tap, which must see yamux's bytes only (track.go); and
 	// before yamux.Server, so a client of another protocol never gets a
 	// session. l.ctx ends with Close, which cuts the set-up short.
-	c, err := l.t.setup.Server(l.ctx, c, remote)
+	c, err := l.setup.Server(l.ctx, c, remote)
 	if err != nil {
 		var te *netconn.TLSError
 		switch {
@@ -182,41 +231,63 @@ func (l *listener) serve(c net.Conn) {
 		case errors.As(err, &te):
 			log.Warn("mux: tls handshake failed", "side", "server", "remote", remote, "err", te.Err)
 		default:
-			level := slog.LevelDebug
-			if preface.Mismatch(err) {
-				level = slog.LevelWarn // a zerodial peer, misconfigured
-			}
-			log.Log(context.Background(), level, "mux: connection dropped at its preface", "side", "server", "remote", remote, "err", err)
+			log.Log(context.Background(), prefaceLogLevel(err), "mux: connection dropped at its preface", "side", "server", "remote", remote, "err", err)
 		}
 		c.Close()
 		return
 	}
+	ss, err := l.startSession(c, remote)
+	if err != nil {
+		return
+	}
+	l.runSession(ss, remote)
+}
+
+// prefaceLogLevel is the level a failed preface exchange is logged at: a
+// warning for a zerodial peer of another protocol or version, which is a
+// misconfiguration, and debug for anything else (a port scanner, say).
+func prefaceLogLevel(err error) slog.Level {
+	if preface.Mismatch(err) {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
+}
+
+// startSession starts a yamux server on c, which is set up, and registers
+// it with the listener. On failure c is closed.
+func (l *listener) startSession(c net.Conn, remote string) (*serverSession, error) {
+	log := l.cfg.Logger
 	ss := &serverSession{l: l, tr: newTracker()}
-	if n := l.t.cfg.streamLimit; n > 0 {
+	if n := l.cfg.streamLimit; n > 0 {
 		ss.slots = make(chan struct{}, n)
 	}
-	sess, err := yamux.Server(newTapConn(c, ss.tr), l.t.cfg.sessionConfig(newSessionLogger(log, "server", remote)))
+	sess, err := yamux.Server(newTapConn(c, ss.tr), l.cfg.sessionConfig(newSessionLogger(log, "server", remote)))
 	if err != nil {
 		c.Close()
 		log.Error("mux: session failed to start", "side", "server", "remote", remote, "err", err)
-		return
+		return nil, fmt.Errorf("mux: session with %s: %w", remote, err)
 	}
 	ss.sess = sess
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		sess.Close()
-		return
+		return nil, fmt.Errorf("mux: session with %s: listener closed: %w", remote, transport.ErrClosed)
 	}
 	l.sessions[ss] = struct{}{}
 	l.mu.Unlock()
+	return ss, nil
+}
 
+// runSession hands the session's streams to Accept until it ends, and then
+// forgets it.
+func (l *listener) runSession(ss *serverSession, remote string) {
 	ss.acceptStreams()
 
 	l.mu.Lock()
 	delete(l.sessions, ss)
 	l.mu.Unlock()
-	log.Debug("mux: session closed", "side", "server", "remote", remote)
+	l.cfg.Logger.Debug("mux: session closed", "side", "server", "remote", remote)
 }
 
 // acceptStreams moves the session's streams to the listener's queue until

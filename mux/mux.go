@@ -62,12 +62,22 @@ var handshakeTimeout = preface.Timeout
 // invalid, every Dial and Listen of the Transport returns an error naming
 // each invalid option and its value (errors.Join).
 func New(opts ...Option) *Transport {
+	return fromConfig(configOf(opts))
+}
+
+// configOf applies opts, in order, to the defaults.
+func configOf(opts []Option) config {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
 		}
 	}
+	return cfg
+}
+
+// fromConfig returns a Transport of cfg.
+func fromConfig(cfg config) *Transport {
 	t := &Transport{
 		cfg: cfg,
 		err: cfg.validate(),

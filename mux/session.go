@@ -3,6 +3,7 @@ package mux
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 
 	"github.com/hashicorp/yamux"
@@ -87,6 +88,17 @@ func (t *Transport) session(ctx context.Context, addr string) (*clientSession, e
 // It runs with t.mu held and t open.
 func (t *Transport) startSession(addr string) *clientSession {
 	ctx, cancel := context.WithCancel(t.ctx)
+	cs := t.newClientSession(addr, cancel)
+	t.current[addr] = cs
+	// The attempt runs on its own goroutine, not the first caller's, so
+	// that every caller waiting for it can leave when its ctx ends.
+	t.wg.Go(func() { cs.run(ctx) })
+	return cs
+}
+
+// newClientSession returns a session for addr, not yet connected, whose
+// connection attempt cancel stops.
+func (t *Transport) newClientSession(addr string, cancel context.CancelFunc) *clientSession {
 	cs := &clientSession{
 		t:      t,
 		addr:   addr,
@@ -97,10 +109,6 @@ func (t *Transport) startSession(addr string) *clientSession {
 	if n := t.cfg.streamLimit; n > 0 {
 		cs.slots = make(chan struct{}, n)
 	}
-	t.current[addr] = cs
-	// The attempt runs on its own goroutine, not the first caller's, so
-	// that every caller waiting for it can leave when its ctx ends.
-	t.wg.Go(func() { cs.run(ctx) })
 	return cs
 }
 
@@ -172,8 +180,14 @@ func (cs *clientSession) connect(ctx context.Context) (*yamux.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := newSessionLogger(t.cfg.Logger, "client", cs.addr)
-	sess, err := yamux.Client(newTapConn(c, cs.tr), t.cfg.sessionConfig(log))
+	return cs.start(c)
+}
+
+// start runs the yamux client over c, which is set up, through the
+// session's tap. On failure c is closed.
+func (cs *clientSession) start(c net.Conn) (*yamux.Session, error) {
+	log := newSessionLogger(cs.t.cfg.Logger, "client", cs.addr)
+	sess, err := yamux.Client(newTapConn(c, cs.tr), cs.t.cfg.sessionConfig(log))
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("mux: session with %s: %w", cs.addr, err)

@@ -20,6 +20,8 @@ import (
 // session ended under it: the connection was lost, keepalive failed, or the
 // Transport or Listener was closed. Unlike io.EOF it means the peer did not
 // close the stream; redial to continue. It matches io.ErrUnexpectedEOF.
+// ClientConn.Dial, which cannot redial, and the Accept of NewServerConn's
+// Listener return it too once their one session has ended.
 var ErrSessionClosed error = sessionClosedError{}
 
 type sessionClosedError struct{}

@@ -1,0 +1,525 @@
+package mux
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/internal/netconn"
+	"github.com/zerodial/transport/internal/preface/prefacetest"
+	"github.com/zerodial/transport/tcp"
+	"github.com/zerodial/transport/transporttest"
+)
+
+// newServerConnAsync runs NewServerConn on c on a goroutine, for the end
+// whose peer is set up on the test's own goroutine; the listener is closed
+// when the test ends.
+func newServerConnAsync(t *testing.T, c net.Conn, opts ...Option) <-chan transport.Listener {
+	ch := make(chan transport.Listener, 1)
+	go func() {
+		l, err := NewServerConn(context.Background(), c, opts...)
+		if !assert.NoError(t, err) {
+			close(ch)
+			return
+		}
+		t.Cleanup(func() { l.Close() })
+		ch <- l
+	}()
+	return ch
+}
+
+// connPair returns both ends of one session over net.Pipe, closed when the
+// test ends.
+func connPair(t *testing.T, opts ...Option) (*ClientConn, transport.Listener) {
+	t.Helper()
+	a, b := net.Pipe()
+	ls := newServerConnAsync(t, b, opts...)
+	cc, err := NewClientConn(t.Context(), a, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { cc.Close() })
+	l := await(t, ls, 5*time.Second, "NewServerConn")
+	require.NotNil(t, l)
+	return cc, l
+}
+
+// dialConn opens a stream on cc, closed when the test ends.
+func dialConn(t *testing.T, cc *ClientConn) transport.Socket {
+	t.Helper()
+	s, err := cc.Dial(t.Context())
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// acceptSock accepts one stream from l within a second, closed when the
+// test ends.
+func acceptSock(t *testing.T, l transport.Listener) transport.Socket {
+	t.Helper()
+	s := await(t, acceptOne(l), time.Second, "Accept")
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// exchangeBoth sends one message each way between a and b.
+func exchangeBoth(t *testing.T, a, b transport.Socket, body string) {
+	t.Helper()
+	for _, d := range []struct{ from, to transport.Socket }{{a, b}, {b, a}} {
+		require.NoError(t, d.from.Send(&transport.Message{Body: []byte(body)}))
+		var m transport.Message
+		require.NoError(t, d.to.Recv(&m))
+		assert.Equal(t, body, string(m.Body))
+	}
+}
+
+// assertSessionGone checks that err, from Send or Recv on a stream whose
+// session ended, says so as a Transport's stream would.
+func assertSessionGone(t *testing.T, err error, what string) {
+	t.Helper()
+	assert.True(t, errors.Is(err, ErrSessionClosed) || errors.Is(err, io.EOF), "%s: %v", what, err)
+}
+
+// TestConnPipe: NewClientConn and NewServerConn on the two ends of
+// net.Pipe make one session; three Dials are three streams, accepted in
+// turn, each carrying messages both ways.
+func TestConnPipe(t *testing.T) {
+	a, b := net.Pipe()
+	ls := newServerConnAsync(t, b, WithMaxFrameSize(64))
+	cc, err := NewClientConn(t.Context(), a)
+	require.NoError(t, err)
+	defer cc.Close()
+	l := await(t, ls, 5*time.Second, "NewServerConn")
+	require.NotNil(t, l)
+
+	assert.Equal(t, b.LocalAddr(), l.Addr())
+	assert.Equal(t, "pipe", cc.RemoteAddr().String())
+	assert.Equal(t, 64, l.(transport.FrameLimiter).MaxFrameSize())
+	_, isWire := l.(transport.WireReporter)
+	assert.False(t, isWire, "a listener of one connection cannot know its TLS settings")
+
+	var clients, servers []transport.Socket
+	for range 3 {
+		clients = append(clients, dialConn(t, cc))
+	}
+	for range 3 {
+		servers = append(servers, acceptSock(t, l))
+	}
+	for i := range 3 {
+		exchangeBoth(t, clients[i], servers[i], "stream "+string(rune('a'+i)))
+	}
+	assert.Equal(t, "pipe", clients[0].RemoteAddr().String())
+	assert.ErrorIs(t, servers[0].Send(&transport.Message{Body: make([]byte, 65)}), transport.ErrFrameTooLarge)
+
+	// Closing one stream leaves the others and the session alone.
+	clients[0].Close()
+	assertSessionGone(t, servers[0].Recv(&transport.Message{}), "closed stream")
+	exchangeBoth(t, clients[1], servers[1], "still")
+	exchangeBoth(t, dialConn(t, cc), acceptSock(t, l), "fourth")
+}
+
+// TestConnTLS: the caller's TLS connections carry a session, the handshake
+// completed by the preface exchange.
+func TestConnTLS(t *testing.T) {
+	serverCfg, clientCfg := selfSigned(t)
+	a, b := net.Pipe()
+	clientCfg = clientCfg.Clone()
+	clientCfg.ServerName = "127.0.0.1"
+	ls := newServerConnAsync(t, tls.Server(b, serverCfg))
+	cc, err := NewClientConn(t.Context(), tls.Client(a, clientCfg))
+	require.NoError(t, err)
+	defer cc.Close()
+	l := await(t, ls, 5*time.Second, "NewServerConn")
+	require.NotNil(t, l)
+	exchangeBoth(t, dialConn(t, cc), acceptSock(t, l), "over tls")
+}
+
+// TestClientConnToListener: a ClientConn over a connection dialled by hand
+// speaks to a listener of Transport.Listen.
+func TestClientConnToListener(t *testing.T) {
+	l := listen(t, newTransport(t))
+	serveEcho(t, l)
+	c, err := net.Dial("tcp", l.Addr().String())
+	require.NoError(t, err)
+	cc, err := NewClientConn(t.Context(), c)
+	require.NoError(t, err)
+	defer cc.Close()
+	for _, body := range []string{"one", "two", "three"} {
+		roundTrip(t, dialConn(t, cc), body)
+	}
+}
+
+// TestDialToServerConn: Transport.Dial speaks to NewServerConn on a
+// connection accepted by hand, and its later Dials share the session.
+func TestDialToServerConn(t *testing.T) {
+	addr := prefacetest.RawListener(t, func(c net.Conn) {
+		l := <-newServerConnAsync(t, c)
+		if l == nil {
+			return
+		}
+		serveEcho(t, l)
+		<-t.Context().Done() // RawListener closes c when this returns
+	})
+	d := &dialer{}
+	tr := newTransport(t, WithDialer(d.dial))
+	roundTrip(t, dial(t, tr, addr), "first")
+	roundTrip(t, dial(t, tr, addr), "second")
+	assert.Equal(t, 1, d.count(), "one connection")
+}
+
+// TestConnOtherProtocol: a tcp peer fails NewClientConn and NewServerConn
+// with ErrProtocol naming what it speaks, as it fails Dial; conn is
+// closed, and the logger hears of it as of a misconfigured peer.
+func TestConnOtherProtocol(t *testing.T) {
+	tl, err := tcp.New().Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer tl.Close()
+	c, err := net.Dial("tcp", tl.Addr().String())
+	require.NoError(t, err)
+	logs := &prefacetest.LogBuffer{}
+	_, err = NewClientConn(t.Context(), c, WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	require.ErrorIs(t, err, transport.ErrProtocol)
+	assert.EqualError(t, err, "mux: "+tl.Addr().String()+" speaks zerodial tcp/1, not mux/1")
+	_, err = c.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, net.ErrClosed, "NewClientConn left conn open")
+	assert.Contains(t, logs.String(), "level=WARN")
+
+	// A tcp.NewSocket peer over net.Pipe fails NewServerConn alike.
+	a, b := net.Pipe()
+	go func() {
+		if s, err := tcp.NewSocket(context.Background(), a); err == nil {
+			s.Close()
+		}
+	}()
+	_, err = NewServerConn(t.Context(), b)
+	require.ErrorIs(t, err, transport.ErrProtocol)
+	assert.EqualError(t, err, "mux: pipe speaks zerodial tcp/1, not mux/1")
+	_, err = b.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewServerConn left conn open")
+}
+
+// TestConnSilentPeer: a peer that never answers holds either end no longer
+// than ctx, and, with a ctx that never ends, no longer than the handshake
+// timeout; conn is closed either way.
+func TestConnSilentPeer(t *testing.T) {
+	setHandshakeTimeout(t, 200*time.Millisecond)
+	for name, newConn := range map[string]func(context.Context, net.Conn) error{
+		"client": func(ctx context.Context, c net.Conn) error { _, err := NewClientConn(ctx, c); return err },
+		"server": func(ctx context.Context, c net.Conn) error { _, err := NewServerConn(ctx, c); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, b := net.Pipe()
+			defer b.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			assert.ErrorIs(t, newConn(ctx, a), context.DeadlineExceeded)
+			assert.Less(t, time.Since(start), 150*time.Millisecond, "outlived its context")
+			_, err := a.Read(make([]byte, 1))
+			assert.ErrorIs(t, err, io.ErrClosedPipe, "conn left open")
+
+			a, b = net.Pipe()
+			defer b.Close()
+			err = newConn(context.Background(), a)
+			assert.ErrorIs(t, err, transport.ErrProtocol)
+			assert.EqualError(t, err, "mux: pipe sent no preface within 200ms")
+			_, err = a.Read(make([]byte, 1))
+			assert.ErrorIs(t, err, io.ErrClosedPipe, "conn left open")
+		})
+	}
+}
+
+// TestClientConnClose: closing the client end fails every stream on both
+// ends, Dial afterwards, and the server's Accept, which reports the
+// session gone.
+func TestClientConnClose(t *testing.T) {
+	cc, l := connPair(t)
+	c1 := dialConn(t, cc)
+	s1 := acceptSock(t, l)
+	exchangeBoth(t, c1, s1, "before")
+	c2 := dialConn(t, cc)
+	s2 := acceptSock(t, l)
+	recvd := make(chan error, 1)
+	go func() { recvd <- s2.Recv(&transport.Message{}) }()
+
+	require.NoError(t, cc.Close())
+	assert.ErrorIs(t, c1.Recv(&transport.Message{}), ErrSessionClosed)
+	assert.ErrorIs(t, c2.Send(&transport.Message{Body: []byte("x")}), ErrSessionClosed)
+	assertSessionGone(t, await(t, recvd, time.Second, "blocked Recv"), "server stream, blocked")
+	assertSessionGone(t, s1.Recv(&transport.Message{}), "server stream")
+	_, err := cc.Dial(t.Context())
+	assert.ErrorIs(t, err, transport.ErrClosed)
+	assert.NoError(t, cc.Close(), "Close twice")
+
+	_, err = l.Accept()
+	assert.ErrorIs(t, err, ErrSessionClosed)
+	assert.ErrorIs(t, err, transport.ErrClosed, "nothing more to accept: dispatch stops serving")
+	assert.False(t, l.(transport.ClosedReporter).Closed())
+	require.NoError(t, l.Close())
+	_, err = l.Accept()
+	assert.Equal(t, transport.ErrClosed, err)
+}
+
+// TestServerConnClose: closing the server end with no stream accepted
+// closes the streams it queued and ends the session at once: the client's
+// streams fail, and so does Dial, with ErrSessionClosed, since there is
+// nothing to reconnect to.
+func TestServerConnClose(t *testing.T) {
+	cc, l := connPair(t)
+	c := dialConn(t, cc)
+	require.Eventually(t, func() bool { return len(l.(*connListener).l.queue) == 1 }, time.Second, time.Millisecond)
+	require.NoError(t, l.Close())
+	_, err := l.Accept()
+	assert.ErrorIs(t, err, transport.ErrClosed)
+	assert.True(t, l.(transport.ClosedReporter).Closed())
+	assertSessionGone(t, c.Recv(&transport.Message{}), "client stream")
+	require.Eventually(t, func() bool {
+		_, err := cc.Dial(t.Context())
+		return err != nil && assert.ErrorIs(t, err, ErrSessionClosed)
+	}, time.Second, 5*time.Millisecond)
+}
+
+// TestServerConnCloseUnblocksAccept: Close makes a pending Accept return
+// ErrClosed.
+func TestServerConnCloseUnblocksAccept(t *testing.T) {
+	_, l := connPair(t)
+	pending := make(chan error, 1)
+	go func() {
+		_, err := l.Accept()
+		pending <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, l.Close())
+	assert.ErrorIs(t, await(t, pending, time.Second, "pending Accept"), transport.ErrClosed)
+}
+
+// TestServerConnCloseKeepsAccepted: as with a Transport's listener, a
+// stream already accepted outlives Close; the session takes no new
+// streams, and ends with that stream.
+func TestServerConnCloseKeepsAccepted(t *testing.T) {
+	cc, l := connPair(t)
+	c := dialConn(t, cc)
+	s := acceptSock(t, l)
+	idle := dialConn(t, cc)
+	acceptSock(t, l) // and left open
+	require.NoError(t, l.Close())
+	exchangeBoth(t, c, s, "still here")
+
+	require.Eventually(t, func() bool {
+		s, err := cc.Dial(t.Context())
+		if err == nil {
+			s.Close() // the go-away had not arrived yet
+			return false
+		}
+		return assert.ErrorIs(t, err, ErrSessionClosed)
+	}, time.Second, 5*time.Millisecond)
+
+	s.Close()
+	assert.ErrorIs(t, c.Recv(&transport.Message{}), io.EOF)
+	idle.Close() // the last stream the server accepted is still open
+	recvd := make(chan error, 1)
+	go func() { recvd <- c.Send(&transport.Message{Body: []byte("late")}) }()
+	assert.Error(t, await(t, recvd, time.Second, "Send"))
+}
+
+// TestConnRefusesTLSOption: WithTLS would promise a TLS connection neither
+// end makes; it fails, with every other invalid option, before the
+// exchange, and conn is closed.
+func TestConnRefusesTLSOption(t *testing.T) {
+	_, clientCfg := selfSigned(t)
+	a, b := net.Pipe()
+	defer b.Close()
+	_, err := NewClientConn(t.Context(), a, WithKeepAlive(-time.Second), WithTLS(clientCfg), WithStreamLimit(-1))
+	assert.EqualError(t, err, "mux: WithKeepAlive(-1s): must not be negative\n"+
+		"mux: WithStreamLimit(-1): must not be negative\n"+
+		"mux: NewClientConn with pipe: WithTLS is not for NewClientConn: wrap the connection with tls.Client or tls.Server")
+	_, err = a.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewClientConn left conn open")
+
+	a, b = net.Pipe()
+	defer b.Close()
+	_, err = NewServerConn(t.Context(), a, WithTLS(clientCfg))
+	assert.EqualError(t, err, "mux: NewServerConn with pipe: WithTLS is not for NewServerConn: wrap the connection with tls.Client or tls.Server")
+	_, err = a.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewServerConn left conn open")
+}
+
+// TestClientConnStreamLimit: WithStreamLimit bounds a ClientConn's open
+// streams as it bounds a Transport session's.
+func TestClientConnStreamLimit(t *testing.T) {
+	cc, l := connPair(t, WithStreamLimit(1))
+	s := dialConn(t, cc)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := cc.Dial(ctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	a := acceptSock(t, l)
+	exchangeBoth(t, s, a, "one")
+	s.Close()
+	a.Close() // the server's limit too
+	exchangeBoth(t, dialConn(t, cc), acceptSock(t, l), "two")
+}
+
+// ConnArith is the service TestConnDispatch calls.
+type ConnArith struct{}
+
+// Sum adds its arguments.
+func (ConnArith) Sum(args []int, reply *int) error {
+	for _, n := range args {
+		*reply += n
+	}
+	return nil
+}
+
+// TestConnDispatch: a dispatch.Server serves a NewServerConn listener, and
+// a dispatch.Client over a ClientConn's stream calls it.
+func TestConnDispatch(t *testing.T) {
+	cc, l := connPair(t)
+	srv := dispatch.NewServer()
+	require.NoError(t, srv.Register(ConnArith{}))
+	require.NoError(t, srv.Start(l))
+	defer srv.Close()
+
+	sock, err := cc.Dial(t.Context())
+	require.NoError(t, err)
+	c, err := dispatch.NewClient(sock)
+	require.NoError(t, err)
+	defer c.Close()
+	var sum int
+	require.NoError(t, c.Call(t.Context(), "ConnArith.Sum", []int{1, 2, 39}, &sum))
+	assert.Equal(t, 42, sum)
+}
+
+// TestConformanceConn holds streams made by NewClientConn and
+// NewServerConn to the whole Transport contract, through connTransport.
+func TestConformanceConn(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
+		return connTransport{}, "127.0.0.1:0"
+	})
+}
+
+// connTransport is a Transport built the way a caller with connections of
+// its own would build one: connections from the net package, with a
+// session on each, NewClientConn's on the dialling end and NewServerConn's
+// on the other, carrying one stream. It sets each connection up in Accept,
+// one at a time, which is enough for the suite.
+type connTransport struct{}
+
+func (connTransport) String() string { return "mux.NewClientConn" }
+
+// MaxFrameSize reports the limit of the streams (the default), for the
+// suite's FrameTooLarge case.
+func (connTransport) MaxFrameSize() int { return transport.DefaultMaxFrameSize }
+
+func (connTransport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, netconn.DialError(ctx, err)
+	}
+	cc, err := NewClientConn(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	s, err := cc.Dial(ctx)
+	if err != nil {
+		cc.Close()
+		return nil, err
+	}
+	return &ownedSocket{Socket: s, owner: cc}, nil
+}
+
+func (connTransport) Listen(addr string) (transport.Listener, error) {
+	nl, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &oneStreamListener{nl: nl, ctx: ctx, cancel: cancel}, nil
+}
+
+// ownedSocket is a stream that closes its session's end with it.
+type ownedSocket struct {
+	transport.Socket
+	owner io.Closer
+}
+
+func (s *ownedSocket) Close() error {
+	err := s.Socket.Close()
+	s.owner.Close()
+	return err
+}
+
+type oneStreamListener struct {
+	nl net.Listener
+	// ctx ends with Close, and with it a set-up under way in Accept.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	cur    transport.Listener // the session Accept waits on, for Close
+}
+
+// Accept sets up the next connection and returns its first stream; a
+// connection that fails is dropped, as a mux listener drops it.
+func (l *oneStreamListener) Accept() (transport.Socket, error) {
+	for {
+		c, err := l.nl.Accept()
+		if err != nil {
+			if l.ctx.Err() != nil {
+				return nil, transport.ErrClosed
+			}
+			return nil, err
+		}
+		sl, err := NewServerConn(l.ctx, c)
+		if err != nil {
+			if l.ctx.Err() != nil {
+				return nil, transport.ErrClosed
+			}
+			continue
+		}
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			sl.Close()
+			return nil, transport.ErrClosed
+		}
+		l.cur = sl
+		l.mu.Unlock()
+		s, err := sl.Accept()
+		l.mu.Lock()
+		l.cur = nil
+		l.mu.Unlock()
+		if err != nil {
+			sl.Close()
+			if l.ctx.Err() != nil {
+				return nil, transport.ErrClosed
+			}
+			continue
+		}
+		return &ownedSocket{Socket: s, owner: sl}, nil
+	}
+}
+
+func (l *oneStreamListener) Close() error {
+	l.cancel()
+	l.mu.Lock()
+	l.closed = true
+	if l.cur != nil {
+		l.cur.Close()
+	}
+	l.mu.Unlock()
+	return l.nl.Close()
+}
+
+func (l *oneStreamListener) Addr() net.Addr { return l.nl.Addr() }
