@@ -145,11 +145,20 @@ func (fr *Reader) readHeader(m *transport.Message, hl int) error {
 	}
 	buf, err := readGrowing(fr.r, fr.scratch[:0], hl)
 	fr.scratch = buf[:0]
-	if err != nil {
-		return err
+	if err == nil {
+		err = fr.parseHeader(m.Header, buf) // copies what it keeps out of buf
 	}
-	return fr.parseHeader(m.Header, buf)
+	if cap(fr.scratch) > maxKeptHeaderBlock {
+		// Sized by what the peer sent once: not kept for the connection's
+		// life.
+		fr.scratch = nil
+	}
+	return err
 }
+
+// maxKeptHeaderBlock bounds the header buffer a Reader keeps between
+// frames; ordinary header blocks are a few hundred bytes.
+const maxKeptHeaderBlock = 16 << 10
 
 func (fr *Reader) parseHeader(h map[string]string, b []byte) error {
 	for len(b) > 0 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -148,4 +149,32 @@ func FuzzRead(f *testing.F) {
 		}
 		assert.True(t, bytes.Equal(m.Body, again.Body))
 	})
+}
+
+// TestLongHeadersAreNotKept: a peer that sends long header keys and values
+// once cannot make the connection keep them: the Reader remembers only
+// short strings, and drops a header buffer grown past its bound. Before,
+// 64 headers with 4 MiB keys pinned 256 MiB until the connection closed.
+func TestLongHeadersAreNotKept(t *testing.T) {
+	h := map[string]string{"Seq": "1"}
+	for i := range 8 {
+		h[strings.Repeat(string(rune('a'+i)), 64<<10)] = strings.Repeat("v", 64<<10)
+	}
+	h["Service-Method"] = strings.Repeat("x", 1<<10) // a known key with a long value
+	stream := encode(&transport.Message{Header: map[string]string{"Service-Method": "A.B"}})
+	stream = append(stream, encode(&transport.Message{Header: h})...)
+	stream = append(stream, encode(&transport.Message{Header: map[string]string{"Seq": "2"}})...)
+	r := NewReader(bufio.NewReader(bytes.NewReader(stream)), 1<<30)
+	var m transport.Message
+	require.NoError(t, r.Read(&m))
+	require.NoError(t, r.Read(&m))
+	assert.Equal(t, h, m.Header, "long headers are delivered whole")
+	require.NoError(t, r.Read(&m))
+	assert.Equal(t, "2", m.Header["Seq"])
+
+	for k, e := range r.interns.seen {
+		assert.LessOrEqual(t, len(k), maxInternedKey)
+		assert.LessOrEqual(t, len(e.value), maxInternedValue, "key %q", k)
+	}
+	assert.LessOrEqual(t, cap(r.scratch), maxKeptHeaderBlock, "the header buffer a peer grew is kept")
 }

@@ -1,7 +1,15 @@
 package frame
 
-// maxInterned bounds how many distinct header keys one Reader remembers.
-const maxInterned = 64
+// maxInterned bounds how many distinct header keys one Reader remembers,
+// and maxInternedKey and maxInternedValue the length of what it remembers:
+// the keys and values worth keeping are the protocol's and the metadata's
+// short strings, and a peer must not be able to make a connection keep
+// megabytes by sending long ones once.
+const (
+	maxInterned      = 64
+	maxInternedKey   = 64
+	maxInternedValue = 256
+)
 
 // interner lets a Reader rebuild the same header map for every message
 // without allocating: a key seen before, and a value equal to the one last
@@ -25,12 +33,15 @@ func (in *interner) field(kb, vb []byte) (k, v string) {
 		if in.seen == nil {
 			in.seen = make(map[string]*interned, 8)
 		}
-		if len(in.seen) < maxInterned {
+		if len(in.seen) < maxInterned && len(k) <= maxInternedKey && len(v) <= maxInternedValue {
 			in.seen[k] = &interned{key: k, value: v}
 		}
 		return k, v
 	}
 	if e.value != string(vb) {
+		if len(vb) > maxInternedValue {
+			return e.key, string(vb) // used once, not kept
+		}
 		e.value = string(vb)
 	}
 	return e.key, e.value
