@@ -30,6 +30,10 @@ type Client struct {
 	life       context.Context
 	endLife    context.CancelFunc // ends a Dial under way when the Client closes
 	found      atomic.Pointer[found]
+	// reached is the Server the shortcut last reached: while it drains, the
+	// Client is answered as a connection open to it would be, even though
+	// its listener, and so its shortcut entry, is gone.
+	reached atomic.Pointer[Server]
 	watching   watchers // shortcut handler contexts to end on Close
 	// methods remembers the methods the shortcut found, by the length of
 	// their names, to skip the router's map on a repeated call. Methods are
@@ -227,6 +231,9 @@ func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any
 			if done, err := c.shortcut(ctx, e, serviceMethod, args, reply); done {
 				return err
 			}
+		} else if srv := c.reached.Load(); srv != nil && srv.isDraining() && !c.closedFlag.Load() {
+			zero(reply)
+			return errShuttingDown
 		}
 	}
 	zero(reply)

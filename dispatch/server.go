@@ -30,6 +30,11 @@ type Server struct {
 	// Shutdown whose context ended): calls in flight lose their callers.
 	stopped  atomic.Bool
 	stopping chan struct{} // closed when stopped is set
+	// draining says whether a Shutdown is waiting for calls in flight:
+	// until it closes the connections, a connection still open to the
+	// Server has new calls answered with CodeUnavailable, and so does a
+	// shortcut Client that reached the Server before.
+	draining atomic.Int32
 	stopOnce sync.Once
 	watching watchers // shortcut handler contexts to end then
 
@@ -175,6 +180,16 @@ func encodeError(name string, err error) *Error {
 
 var errShuttingDown = &Error{Code: CodeUnavailable, Message: "dispatch: server is shutting down"}
 
+// The states of Server.draining.
+const (
+	serving int32 = iota
+	draining
+	drained
+)
+
+// isDraining reports whether a Shutdown is waiting for the calls in flight.
+func (s *Server) isDraining() bool { return s.draining.Load() == draining }
+
 // Serve accepts sockets from l and serves calls on them until l fails or the
 // Server is shut down. While it serves, Clients of this process with the
 // shortcut on that dial l's address call the Server directly. After Shutdown
@@ -315,17 +330,20 @@ func (s *Server) untrack(c *serverConn) {
 	s.serving.Done()
 }
 
-// Shutdown stops the Server gracefully: it closes the listeners and the
-// shortcut at once (new calls are turned away: on the network with
-// CodeUnavailable, on the shortcut by falling back to the transport), waits
-// for the calls in flight to finish or for ctx to end, and then closes every
-// connection. It returns ctx.Err() if ctx ended first.
+// Shutdown stops the Server gracefully: it closes the listeners at once,
+// turns new calls away with CodeUnavailable — on connections still open and
+// from shortcut Clients that reached the Server alike — waits for the calls
+// in flight to finish or for ctx to end, and then closes every connection
+// (a later call then meets a closed listener, on every path). It returns
+// ctx.Err() if ctx ended first.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.CompareAndSwap(serving, draining)
 	s.stopAccepting()
 	err := s.gate.wait(ctx)
 	if err != nil {
 		s.stop()
 	}
+	s.draining.Store(drained) // as the connections close
 	s.closeConns()
 	if err == nil {
 		s.serving.Wait()
@@ -347,6 +365,7 @@ func (s *Server) stopWorkers() {
 // Close stops the Server at once: listeners and connections are closed and
 // calls in flight get no reply (their callers see the connection fail).
 func (s *Server) Close() error {
+	s.draining.Store(drained)
 	s.stopAccepting()
 	s.stop()
 	s.closeConns()

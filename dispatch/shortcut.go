@@ -17,12 +17,18 @@ import (
 // socket. It goes through the same router, interceptor chain, panic rule
 // and error mapping as a call from the network (Server.lookup,
 // Server.invoke), applies the checks the network applies in the same order,
-// and words its own failures as the network path does. It reports false when
-// the Server is shutting down: the call then goes to the transport, as it
-// would have if the shortcut had never found the Server.
+// and words its own failures as the network path does. While a Shutdown
+// waits for the calls in flight, it answers CodeUnavailable, as a connection
+// still open to the Server does; once the Server has stopped, it reports
+// false, and the call goes to the transport, as a network call would redial.
 func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, reply any) (handled bool, err error) {
 	srv := e.srv
+	c.reached.Store(srv)
 	if !srv.gate.enter() {
+		if srv.isDraining() {
+			zero(reply)
+			return true, errShuttingDown
+		}
 		return false, nil
 	}
 	defer srv.gate.leave()
