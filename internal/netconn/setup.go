@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -60,9 +61,32 @@ func (s Setup) Client(ctx context.Context, c net.Conn, addr string) (net.Conn, e
 	}
 	if err := preface.Exchange(ctx, c, s.Proto, addr, s.Timeout); err != nil {
 		c.Close()
+		if s.TLS == nil && plaintextRefused(err) {
+			return nil, fmt.Errorf("%w (the listener may require TLS, which this client is not configured for)", err)
+		}
 		return nil, err
 	}
 	return c, nil
+}
+
+// plaintextRefused reports whether a plaintext client's preface exchange
+// ended as it does against a TLS listener: the peer closed before sending
+// anything, or answered with a TLS record (an alert, 0x15, or a handshake
+// record, 0x16, of TLS 1.x).
+func plaintextRefused(err error) bool {
+	var pe *preface.Error
+	if !errors.As(err, &pe) || pe.Timeout > 0 && pe.Err != nil && isTimeout(pe.Err) {
+		return false
+	}
+	if len(pe.Got) == 0 {
+		return pe.Err != nil
+	}
+	return len(pe.Got) >= 2 && (pe.Got[0] == 0x15 || pe.Got[0] == 0x16) && pe.Got[1] == 0x03
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Server sets c up as the listening end: c was just accepted from remote,

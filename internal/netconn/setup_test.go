@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,4 +143,36 @@ func assertClosed(t *testing.T, c net.Conn) {
 	t.Helper()
 	_, err := c.Read(make([]byte, 1))
 	assert.True(t, errors.Is(err, net.ErrClosed), "the connection is still open: %v", err)
+}
+
+// TestSetupPlaintextToTLS: a plaintext client of a listener that requires
+// TLS is told that it may be missing TLS, whether the listener closes or
+// answers with a TLS record; a peer that is merely of another protocol is
+// not.
+func TestSetupPlaintextToTLS(t *testing.T) {
+	serverCfg, _ := testcert.Configs(t)
+	c, s := tcpPair(t)
+	done := make(chan struct{})
+	go func() { // a listener closes a connection whose set-up failed
+		defer close(done)
+		if sc, err := (Setup{Proto: preface.TCP, TLS: serverCfg, Timeout: time.Second}).Server(t.Context(), s, "client"); err != nil && sc != nil {
+			sc.Close()
+		}
+	}()
+	_, err := Setup{Proto: preface.TCP, Timeout: time.Second}.Client(t.Context(), c, "server")
+	require.ErrorIs(t, err, transport.ErrProtocol)
+	assert.Contains(t, err.Error(), "the listener may require TLS")
+	<-done
+
+	for _, got := range [][]byte{{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x32, 0x00}, []byte("HTTP/1.1")} {
+		c, s := tcpPair(t)
+		go func() {
+			s.Write(got)
+			io.Copy(io.Discard, s)
+		}()
+		_, err := Setup{Proto: preface.TCP, Timeout: time.Second}.Client(t.Context(), c, "server")
+		require.ErrorIs(t, err, transport.ErrProtocol)
+		assert.Equal(t, got[0] == 0x15, strings.Contains(err.Error(), "may require TLS"), "%v", err)
+		s.Close()
+	}
 }
