@@ -33,8 +33,8 @@ type Client struct {
 	// reached is the Server the shortcut last reached: while it drains, the
 	// Client is answered as a connection open to it would be, even though
 	// its listener, and so its shortcut entry, is gone.
-	reached atomic.Pointer[Server]
-	watching   watchers // shortcut handler contexts to end on Close
+	reached  atomic.Pointer[Server]
+	watching watchers // shortcut handler contexts to end on Close
 	// methods remembers the methods the shortcut found, by the length of
 	// their names, to skip the router's map on a repeated call. Methods are
 	// never unregistered, so an entry stays right while its Server does.
