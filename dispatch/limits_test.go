@@ -3,6 +3,8 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/memory"
 )
@@ -122,4 +125,65 @@ func TestShutdownEndsAcceptBackoff(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, srv.Shutdown(context.Background()))
 	assert.Less(t, time.Since(start), 150*time.Millisecond, "Shutdown waited out the accept backoff")
+}
+
+// sendRequests sends n requests for Gen.Add on sock from a goroutine, and
+// never reads a reply; it stops at the first failed Send. The returned
+// channel closes when it has stopped.
+func sendRequests(sock transport.Socket, n int) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body, _ := codec.Msgpack.Marshal(Args{1, 2})
+		for i := range n {
+			m := &transport.Message{Header: map[string]string{"Service-Method": "Gen.Add", "Seq": strconv.Itoa(i)}, Body: body}
+			if sock.Send(m) != nil {
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// A peer that sends requests and never reads its replies holds no more
+// calls (each a goroutine and a reply) than the per-connection limit: a
+// call counts until its reply is written. Before, a call stopped counting
+// when its handler returned, and 4,000 requests left 3,764 goroutines.
+func TestUnreadRepliesAreBounded(t *testing.T) {
+	srv2 := dispatch.NewServer(dispatch.WithMaxCallsPerConn(20), dispatch.WithReplyTimeout(time.Minute))
+	require.NoError(t, dispatch.Handle(srv2, "Gen.Add", func(ctx context.Context, a *Args, r *int) error { *r = a.A + a.B; return nil }))
+	tr := memory.New()
+	addr := serve(t, srv2, tr, "")
+	before := runtime.NumGoroutine()
+	sock, err := tr.Dial(context.Background(), addr)
+	require.NoError(t, err)
+	done := sendRequests(sock, 2000)
+	time.Sleep(300 * time.Millisecond) // the server takes what it will
+	assert.LessOrEqual(t, runtime.NumGoroutine()-before, 20+10, "goroutines held by one peer that does not read")
+	sock.Close()
+	recv(t, done, waitLong, "the sender to stop")
+}
+
+// A reply that cannot be written within the reply timeout closes the
+// connection: the peer that does not read is dropped, and what it held is
+// freed.
+func TestReplyTimeoutClosesTheConnection(t *testing.T) {
+	srv := dispatch.NewServer(dispatch.WithReplyTimeout(100 * time.Millisecond))
+	require.NoError(t, dispatch.Handle(srv, "Gen.Add", func(ctx context.Context, a *Args, r *int) error { *r = a.A + a.B; return nil }))
+	tr := memory.New()
+	addr := serve(t, srv, tr, "")
+	sock, err := tr.Dial(context.Background(), addr)
+	require.NoError(t, err)
+	defer sock.Close()
+	done := sendRequests(sock, 100000)
+	// The server closes the connection, so the sender's Send fails.
+	recv(t, done, waitLong, "the server to drop the connection")
+	require.NoError(t, sock.SetReadDeadline(time.Now().Add(waitLong)))
+	var m transport.Message
+	for {
+		if err = sock.Recv(&m); err != nil {
+			break
+		}
+	}
+	assert.NotErrorIs(t, err, transport.ErrTimeout, "the connection stayed open")
 }

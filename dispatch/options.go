@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/zerodial/transport/codec"
 )
@@ -27,6 +28,7 @@ type serverOptions struct {
 	logger       *slog.Logger
 	codecs       map[string]codec.Codec
 	maxConnCalls int
+	replyTimeout time.Duration
 	errs         []error // invalid options, reported by Serve and Start
 }
 
@@ -55,6 +57,26 @@ func WithMaxCallsPerConn(n int) ServerOption {
 			return
 		}
 		o.maxConnCalls = n
+	})
+}
+
+// DefaultReplyTimeout is how long a reply may wait to be written unless
+// WithReplyTimeout says otherwise.
+const DefaultReplyTimeout = 10 * time.Second
+
+// WithReplyTimeout bounds how long writing one reply may take, waiting for
+// the connection included; past it the server closes the connection, whose
+// peer has stopped reading, and the calls on it end. Without a bound, such
+// a peer would hold a goroutine and the reply of every call it made until
+// it read them or went away. 0 turns the bound off; d must not be
+// negative. It applies to network connections: the shortcut has no socket.
+func WithReplyTimeout(d time.Duration) ServerOption {
+	return serverOption(func(o *serverOptions) {
+		if d < 0 {
+			o.errs = append(o.errs, fmt.Errorf("dispatch: WithReplyTimeout(%v): must not be negative", d))
+			return
+		}
+		o.replyTimeout = d
 	})
 }
 
@@ -185,6 +207,7 @@ func newServerOptions(opts []ServerOption) serverOptions {
 		logger:       slog.New(slog.DiscardHandler),
 		codecs:       map[string]codec.Codec{codec.Msgpack.Name(): codec.Msgpack},
 		maxConnCalls: DefaultMaxCallsPerConn,
+		replyTimeout: DefaultReplyTimeout,
 	}
 	for _, opt := range opts {
 		if opt != nil {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
@@ -25,7 +26,12 @@ type serverConn struct {
 	done chan struct{}     // closed when the connection is finished
 
 	mu    sync.Mutex
-	calls map[uint64]*serverCall // calls in flight, for Cancel messages
+	calls map[uint64]*serverCall // calls whose handler runs, for Cancel messages
+	// inflight counts the calls admitted and not yet answered: a call
+	// counts until its reply is written, so that a peer that does not read
+	// its replies cannot make the server hold more than the limit of them.
+	inflight int
+	timers   []*time.Timer // idle reply timers (sendBounded)
 }
 
 // run reads requests until one starts a call, which it then runs after
@@ -116,7 +122,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 	var refuse *Error
 	if _, dup := c.calls[seq]; dup {
 		refuse = &Error{Code: CodeInvalidArgument, Message: "dispatch: duplicate Seq " + seqText + " in flight"}
-	} else if len(c.calls) >= c.srv.opts.maxConnCalls {
+	} else if c.inflight >= c.srv.opts.maxConnCalls {
 		refuse = &Error{Code: CodeResourceExhausted, Message: "dispatch: too many calls in flight on this connection (limit " +
 			strconv.Itoa(c.srv.opts.maxConnCalls) + ")"}
 	}
@@ -128,6 +134,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 		return nil
 	}
 	c.calls[seq] = call
+	c.inflight++
 	c.mu.Unlock()
 
 	return call
@@ -145,11 +152,16 @@ func (call *serverCall) run() {
 		if !returned {
 			e = goexitError(call.name)
 		}
+		// The Seq is free again before the reply goes out: a client may
+		// reuse it as soon as it has the reply.
 		c.mu.Lock()
 		delete(c.calls, call.seq)
 		c.mu.Unlock()
 		call.cancel(context.Canceled)
 		c.reply(call.seqText, call.name, call.cdc, call.reply, e)
+		c.mu.Lock()
+		c.inflight--
+		c.mu.Unlock()
 	}()
 	e = c.srv.invoke(call, call.meth, call.args, call.reply)
 	returned = true
@@ -214,7 +226,7 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, e *
 		body = body[:0]
 	}
 	r.msg.Body = body
-	err := c.sock.Send(&r.msg)
+	err := c.sendBounded(&r.msg)
 	if err == nil {
 		return
 	}
@@ -223,6 +235,44 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, e *
 		c.reply(seqText, name, nil, nil, replyTooLarge(name, err))
 		return
 	}
+	c.sock.Close()
+}
+
+// sendBounded sends m, and closes the connection if the Send, waiting for
+// the socket included, has not finished within the reply timeout
+// (WithReplyTimeout): a peer that stops reading its replies must not hold
+// the goroutines and the memory of its calls for ever. Its timers are kept
+// per connection and reused, so a reply allocates none.
+func (c *serverConn) sendBounded(m *transport.Message) error {
+	d := c.srv.opts.replyTimeout
+	if d == 0 {
+		return c.sock.Send(m)
+	}
+	c.mu.Lock()
+	var t *time.Timer
+	if n := len(c.timers); n > 0 {
+		t = c.timers[n-1]
+		c.timers = c.timers[:n-1]
+	}
+	c.mu.Unlock()
+	if t == nil {
+		t = time.AfterFunc(d, c.stalled)
+	} else {
+		t.Reset(d)
+	}
+	err := c.sock.Send(m)
+	t.Stop()
+	c.mu.Lock()
+	c.timers = append(c.timers, t)
+	c.mu.Unlock()
+	return err
+}
+
+// stalled closes a connection whose peer has not taken a reply within the
+// reply timeout.
+func (c *serverConn) stalled() {
+	c.srv.opts.logger.Warn("dispatch: closing connection: a reply could not be written in time; the peer is not reading",
+		"remote", c.sock.RemoteAddr(), "timeout", c.srv.opts.replyTimeout)
 	c.sock.Close()
 }
 
