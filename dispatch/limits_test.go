@@ -3,6 +3,8 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"runtime"
 	"strconv"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/memory"
+	"github.com/zerodial/transport/tcp"
 )
 
 // TestMaxCallsPerConn: a connection with its limit of calls in flight gets
@@ -186,4 +189,62 @@ func TestReplyTimeoutClosesTheConnection(t *testing.T) {
 		}
 	}
 	assert.NotErrorIs(t, err, transport.ErrTimeout, "the connection stayed open")
+}
+
+// A network connection that stays silent with no call in flight — having
+// sent nothing, or half a message — is dropped after the idle timeout, on
+// every transport; one with a call in flight, or calling now and then, is
+// not.
+func TestIdleConnectionsAreDropped(t *testing.T) {
+	for _, tc := range transports {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := dispatch.NewServer(dispatch.WithIdleTimeout(150 * time.Millisecond))
+			require.NoError(t, dispatch.Handle(srv, "Slow.Sleep", func(ctx context.Context, ms *int, r *int) error {
+				time.Sleep(time.Duration(*ms) * time.Millisecond)
+				*r = *ms
+				return nil
+			}))
+			tr := tc.make(t)
+			addr := serve(t, srv, tr, tc.listen)
+
+			// Silent from the start.
+			sock, err := tr.Dial(context.Background(), addr)
+			require.NoError(t, err)
+			require.NoError(t, sock.SetReadDeadline(time.Now().Add(waitLong)))
+			var m transport.Message
+			err = sock.Recv(&m)
+			assert.NotErrorIs(t, err, transport.ErrTimeout, "a silent connection was kept")
+			sock.Close()
+
+			// A call longer than the idle timeout, then calls now and then:
+			// one connection throughout.
+			tt := &trackedTransport{Transport: tr}
+			c, err := dispatch.Dial(context.Background(), tt, addr)
+			require.NoError(t, err)
+			defer c.Close()
+			var r int
+			require.NoError(t, c.Call(context.Background(), "Slow.Sleep", intPtr(400), &r))
+			for range 5 {
+				time.Sleep(60 * time.Millisecond)
+				require.NoError(t, c.Call(context.Background(), "Slow.Sleep", intPtr(0), &r))
+			}
+			assert.Equal(t, int32(1), tt.dials.Load(), "a busy connection was dropped")
+		})
+	}
+}
+
+// A peer that stops half way through a message is dropped too: the idle
+// timeout's deadline ends the Recv it holds up.
+func TestHalfFrameIsDropped(t *testing.T) {
+	srv := dispatch.NewServer(dispatch.WithIdleTimeout(150 * time.Millisecond))
+	require.NoError(t, dispatch.Handle(srv, "Gen.Add", func(ctx context.Context, a *Args, r *int) error { return nil }))
+	addr := serve(t, srv, tcp.New(), "127.0.0.1:0")
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("ZDIALt\x01\x00" + "\x01\x00\x00")) // the preface, then 3 of a frame's 10-byte prefix
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(waitLong)))
+	_, err = io.Copy(io.Discard, conn) // the server's preface, then the end
+	require.NoError(t, err, "the connection was not closed by the server")
 }

@@ -29,6 +29,7 @@ type serverOptions struct {
 	codecs       map[string]codec.Codec
 	maxConnCalls int
 	replyTimeout time.Duration
+	idleTimeout  time.Duration
 	errs         []error // invalid options, reported by Serve and Start
 }
 
@@ -77,6 +78,26 @@ func WithReplyTimeout(d time.Duration) ServerOption {
 			return
 		}
 		o.replyTimeout = d
+	})
+}
+
+// DefaultIdleTimeout is how long a network connection may stay silent, with
+// no call in flight, unless WithIdleTimeout says otherwise.
+const DefaultIdleTimeout = 5 * time.Minute
+
+// WithIdleTimeout drops a network connection that has sent nothing for d
+// while none of its calls is in flight — or that stopped half way through
+// a message — as net/http's IdleTimeout does: a peer that connects and goes
+// silent otherwise holds a goroutine, buffers and a file descriptor for
+// ever. The connection goes after between 7/8 d and d of silence. 0 turns
+// it off; d must not be negative.
+func WithIdleTimeout(d time.Duration) ServerOption {
+	return serverOption(func(o *serverOptions) {
+		if d < 0 {
+			o.errs = append(o.errs, fmt.Errorf("dispatch: WithIdleTimeout(%v): must not be negative", d))
+			return
+		}
+		o.idleTimeout = d
 	})
 }
 
@@ -208,6 +229,7 @@ func newServerOptions(opts []ServerOption) serverOptions {
 		codecs:       map[string]codec.Codec{codec.Msgpack.Name(): codec.Msgpack},
 		maxConnCalls: DefaultMaxCallsPerConn,
 		replyTimeout: DefaultReplyTimeout,
+		idleTimeout:  DefaultIdleTimeout,
 	}
 	for _, opt := range opts {
 		if opt != nil {

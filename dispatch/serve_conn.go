@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,41 @@ type serverConn struct {
 	// its replies cannot make the server hold more than the limit of them.
 	inflight int
 	timers   []*time.Timer // idle reply timers (sendBounded)
+
+	// quietSince is when the last call in flight was answered (c.mu).
+	quietSince time.Time
+
+	// idleAt is the read deadline the reader last set (armIdle); only the
+	// reader, one goroutine at a time, touches it.
+	idleAt time.Time
+}
+
+// armIdle keeps a read deadline WithIdleTimeout away, so that a peer that
+// sends nothing — or stops half way through a frame — is dropped. It moves
+// the deadline only once an eighth of the timeout has passed, rather than
+// before every Recv, which keeps its cost off the calls: a connection is
+// dropped after between seven eighths of the timeout and the whole of it
+// without a message.
+func (c *serverConn) armIdle() {
+	d := c.srv.opts.idleTimeout
+	if d == 0 {
+		return
+	}
+	now := time.Now()
+	if now.Add(d - d/8).Before(c.idleAt) {
+		return
+	}
+	c.idleAt = now.Add(d)
+	_ = c.sock.SetReadDeadline(c.idleAt)
+}
+
+// idle reports whether the connection has had no call in flight for most
+// of the idle timeout: calls count as activity until they are answered.
+func (c *serverConn) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.srv.opts.idleTimeout
+	return c.inflight == 0 && time.Since(c.quietSince) >= d-d/8
 }
 
 // run reads requests until one starts a call, which it then runs after
@@ -39,7 +75,14 @@ type serverConn struct {
 func (c *serverConn) run() {
 	m := &c.msg
 	for {
+		c.armIdle()
 		if err := c.sock.Recv(m); err != nil {
+			if errors.Is(err, transport.ErrTimeout) && !c.idle() {
+				continue // calls in flight, or just answered: not idle
+			}
+			if errors.Is(err, transport.ErrTimeout) {
+				c.srv.opts.logger.Debug("dispatch: closing idle connection", "remote", c.sock.RemoteAddr(), "idle", c.srv.opts.idleTimeout)
+			}
 			c.finish()
 			return
 		}
@@ -160,7 +203,9 @@ func (call *serverCall) run() {
 		call.cancel(context.Canceled)
 		c.reply(call.seqText, call.name, call.cdc, call.reply, e)
 		c.mu.Lock()
-		c.inflight--
+		if c.inflight--; c.inflight == 0 && c.srv.opts.idleTimeout > 0 {
+			c.quietSince = time.Now()
+		}
 		c.mu.Unlock()
 	}()
 	e = c.srv.invoke(call, call.meth, call.args, call.reply)
