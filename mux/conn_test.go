@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
-	"github.com/zerodial/transport/internal/netconn"
+	"github.com/zerodial/transport/internal/conntest"
 	"github.com/zerodial/transport/internal/preface/prefacetest"
 	"github.com/zerodial/transport/tcp"
 	"github.com/zerodial/transport/transporttest"
@@ -400,51 +399,38 @@ func TestConnDispatch(t *testing.T) {
 }
 
 // TestConformanceConn holds streams made by NewClientConn and
-// NewServerConn to the whole Transport contract, through connTransport.
+// NewServerConn — a session on each connection, carrying one stream — to
+// the whole Transport contract.
 func TestConformanceConn(t *testing.T) {
+	client := func(ctx context.Context, c net.Conn) (transport.Socket, error) {
+		cc, err := NewClientConn(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		s, err := cc.Dial(ctx)
+		if err != nil {
+			cc.Close()
+			return nil, err
+		}
+		return &ownedSocket{Socket: s, owner: cc}, nil
+	}
+	server := func(ctx context.Context, c net.Conn) (transport.Socket, error) {
+		sl, err := NewServerConn(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		stop := context.AfterFunc(ctx, func() { sl.Close() }) // the listener's Close ends the wait
+		s, err := sl.Accept()
+		stop()
+		if err != nil {
+			sl.Close()
+			return nil, err
+		}
+		return &ownedSocket{Socket: s, owner: sl}, nil
+	}
 	transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
-		return connTransport{}, "127.0.0.1:0"
+		return conntest.Transport{Name: "mux.NewClientConn", Client: client, Server: server}, "127.0.0.1:0"
 	})
-}
-
-// connTransport is a Transport built the way a caller with connections of
-// its own would build one: connections from the net package, with a
-// session on each, NewClientConn's on the dialling end and NewServerConn's
-// on the other, carrying one stream. It sets each connection up in Accept,
-// one at a time, which is enough for the suite.
-type connTransport struct{}
-
-func (connTransport) String() string { return "mux.NewClientConn" }
-
-// MaxFrameSize reports the limit of the streams (the default), for the
-// suite's FrameTooLarge case.
-func (connTransport) MaxFrameSize() int { return transport.DefaultMaxFrameSize }
-
-func (connTransport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, netconn.DialError(ctx, err)
-	}
-	cc, err := NewClientConn(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	s, err := cc.Dial(ctx)
-	if err != nil {
-		cc.Close()
-		return nil, err
-	}
-	return &ownedSocket{Socket: s, owner: cc}, nil
-}
-
-func (connTransport) Listen(addr string) (transport.Listener, error) {
-	nl, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &oneStreamListener{nl: nl, ctx: ctx, cancel: cancel}, nil
 }
 
 // ownedSocket is a stream that closes its session's end with it.
@@ -458,68 +444,3 @@ func (s *ownedSocket) Close() error {
 	s.owner.Close()
 	return err
 }
-
-type oneStreamListener struct {
-	nl net.Listener
-	// ctx ends with Close, and with it a set-up under way in Accept.
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	mu     sync.Mutex
-	closed bool
-	cur    transport.Listener // the session Accept waits on, for Close
-}
-
-// Accept sets up the next connection and returns its first stream; a
-// connection that fails is dropped, as a mux listener drops it.
-func (l *oneStreamListener) Accept() (transport.Socket, error) {
-	for {
-		c, err := l.nl.Accept()
-		if err != nil {
-			if l.ctx.Err() != nil {
-				return nil, transport.ErrClosed
-			}
-			return nil, err
-		}
-		sl, err := NewServerConn(l.ctx, c)
-		if err != nil {
-			if l.ctx.Err() != nil {
-				return nil, transport.ErrClosed
-			}
-			continue
-		}
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			sl.Close()
-			return nil, transport.ErrClosed
-		}
-		l.cur = sl
-		l.mu.Unlock()
-		s, err := sl.Accept()
-		l.mu.Lock()
-		l.cur = nil
-		l.mu.Unlock()
-		if err != nil {
-			sl.Close()
-			if l.ctx.Err() != nil {
-				return nil, transport.ErrClosed
-			}
-			continue
-		}
-		return &ownedSocket{Socket: s, owner: sl}, nil
-	}
-}
-
-func (l *oneStreamListener) Close() error {
-	l.cancel()
-	l.mu.Lock()
-	l.closed = true
-	if l.cur != nil {
-		l.cur.Close()
-	}
-	l.mu.Unlock()
-	return l.nl.Close()
-}
-
-func (l *oneStreamListener) Addr() net.Addr { return l.nl.Addr() }
