@@ -1,12 +1,12 @@
 package dispatch
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/options"
 )
 
 // ServerOption configures NewServer. Options are checked when the Server
@@ -30,7 +30,7 @@ type serverOptions struct {
 	maxConnCalls int
 	replyTimeout time.Duration
 	idleTimeout  time.Duration
-	errs         []error // invalid options, reported by Serve and Start
+	problems     options.Problems // invalid options, reported by Serve and Start
 }
 
 type serverOption func(*serverOptions)
@@ -54,7 +54,7 @@ const DefaultMaxCallsPerConn = 4096
 func WithMaxCallsPerConn(n int) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		if n < 1 {
-			o.errs = append(o.errs, fmt.Errorf("dispatch: WithMaxCallsPerConn(%d): must be at least 1", n))
+			o.problems.Invalid("WithMaxCallsPerConn", n, "must be at least 1")
 			return
 		}
 		o.maxConnCalls = n
@@ -74,7 +74,7 @@ const DefaultReplyTimeout = 10 * time.Second
 func WithReplyTimeout(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		if d < 0 {
-			o.errs = append(o.errs, fmt.Errorf("dispatch: WithReplyTimeout(%v): must not be negative", d))
+			o.problems.Invalid("WithReplyTimeout", d, "must not be negative")
 			return
 		}
 		o.replyTimeout = d
@@ -94,7 +94,7 @@ const DefaultIdleTimeout = 5 * time.Minute
 func WithIdleTimeout(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		if d < 0 {
-			o.errs = append(o.errs, fmt.Errorf("dispatch: WithIdleTimeout(%v): must not be negative", d))
+			o.problems.Invalid("WithIdleTimeout", d, "must not be negative")
 			return
 		}
 		o.idleTimeout = d
@@ -107,7 +107,7 @@ func WithInterceptors(ics ...Interceptor) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		for i, ic := range ics {
 			if ic == nil {
-				o.errs = append(o.errs, fmt.Errorf("dispatch: WithInterceptors: interceptor %d is nil", i))
+				o.problems.Refuse("WithInterceptors", fmt.Sprintf("interceptor %d is nil", i))
 				continue
 			}
 			o.interceptors = append(o.interceptors, ic)
@@ -139,7 +139,7 @@ func WithServerCodecs(cs ...codec.Codec) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		for i, c := range cs {
 			if c == nil {
-				o.errs = append(o.errs, fmt.Errorf("dispatch: WithServerCodecs: codec %d is nil", i))
+				o.problems.Refuse("WithServerCodecs", fmt.Sprintf("codec %d is nil", i))
 				continue
 			}
 			o.codecs[c.Name()] = c
@@ -151,7 +151,7 @@ type clientOptions struct {
 	codec    codec.Codec
 	shortcut ShortcutMode
 	logger   *slog.Logger
-	errs     []error
+	problems options.Problems
 }
 
 // WithCodec selects the codec of the client's requests (msgpack by default).
@@ -159,7 +159,7 @@ type clientOptions struct {
 func WithCodec(c codec.Codec) ClientOption {
 	return clientOption(func(o *clientOptions) {
 		if c == nil {
-			o.errs = append(o.errs, errors.New("dispatch: WithCodec(nil)"))
+			o.problems.Refuse("WithCodec(nil)", "no codec")
 			return
 		}
 		o.codec = c
@@ -215,7 +215,7 @@ func (m ShortcutMode) String() string {
 func WithShortcut(mode ShortcutMode) ClientOption {
 	return clientOption(func(o *clientOptions) {
 		if mode < ShortcutOff || mode > ShortcutDirect {
-			o.errs = append(o.errs, fmt.Errorf("dispatch: WithShortcut(%d): no such mode", int(mode)))
+			o.problems.Invalid("WithShortcut", int(mode), "no such mode")
 			return
 		}
 		o.shortcut = mode
@@ -225,6 +225,7 @@ func WithShortcut(mode ShortcutMode) ClientOption {
 // newServerOptions applies opts to the defaults; nil options are skipped.
 func newServerOptions(opts []ServerOption) serverOptions {
 	o := serverOptions{
+		problems:     options.NewProblems("dispatch"),
 		logger:       slog.New(slog.DiscardHandler),
 		codecs:       map[string]codec.Codec{codec.Msgpack.Name(): codec.Msgpack},
 		maxConnCalls: DefaultMaxCallsPerConn,
@@ -242,11 +243,11 @@ func newServerOptions(opts []ServerOption) serverOptions {
 // newClientOptions applies opts to the defaults; nil options are skipped.
 // The error joins every invalid option.
 func newClientOptions(opts []ClientOption) (clientOptions, error) {
-	o := clientOptions{codec: codec.Msgpack, logger: slog.New(slog.DiscardHandler)}
+	o := clientOptions{codec: codec.Msgpack, logger: slog.New(slog.DiscardHandler), problems: options.NewProblems("dispatch")}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.applyClient(&o)
 		}
 	}
-	return o, errors.Join(o.errs...)
+	return o, o.problems.Err()
 }

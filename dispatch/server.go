@@ -225,7 +225,7 @@ func (s *Server) Start(l transport.Listener) error {
 
 // begin records l and its shortcut entry; stop undoes both.
 func (s *Server) begin(l transport.Listener) (stop func(), err error) {
-	if err := errors.Join(s.opts.errs...); err != nil {
+	if err := s.opts.problems.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

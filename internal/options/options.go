@@ -33,9 +33,19 @@ type Common struct {
 	// New; the default discards everything.
 	Logger *slog.Logger
 
-	pkg  string  // the transport's name, which starts every error
-	errs []error // what the setters refused, in order
+	Problems
 }
+
+// Problems collects what a constructor's options refused, so that all of it
+// is reported at once. The transports record through Common; dispatch uses
+// it for its own options.
+type Problems struct {
+	pkg  string  // the package's name, which starts every error
+	errs []error // what was refused, in order
+}
+
+// NewProblems returns a collector whose errors start with pkg ("dispatch").
+func NewProblems(pkg string) Problems { return Problems{pkg: pkg} }
 
 // New returns the defaults of the transport named pkg ("tcp"), whose name
 // starts the errors it records.
@@ -43,7 +53,7 @@ func New(pkg string) Common {
 	return Common{
 		MaxFrameSize: transport.DefaultMaxFrameSize,
 		Logger:       slog.New(slog.DiscardHandler),
-		pkg:          pkg,
+		Problems:     NewProblems(pkg),
 	}
 }
 
@@ -73,10 +83,17 @@ func (c *Common) SetLogger(l *slog.Logger) {
 // as in "tcp: WithMaxFrameSize(0): must be between 1 and 4294967295".
 // Transports record the problems of their own options with it, so that Err
 // reports them with the shared ones.
-func (c *Common) Invalid(option string, value any, problem string) {
-	c.errs = append(c.errs, fmt.Errorf("%s: %s(%v): %s", c.pkg, option, value, problem))
+func (p *Problems) Invalid(option string, value any, problem string) {
+	p.errs = append(p.errs, fmt.Errorf("%s: %s(%v): %s", p.pkg, option, value, problem))
+}
+
+// Refuse records that option is refused because of problem, for options
+// whose value does not print: "dispatch: WithInterceptors: interceptor 0 is
+// nil".
+func (p *Problems) Refuse(option, problem string) {
+	p.errs = append(p.errs, fmt.Errorf("%s: %s: %s", p.pkg, option, problem))
 }
 
 // Err returns every problem recorded, joined (errors.Join) in the order
 // the options were applied, or nil if there is none.
-func (c *Common) Err() error { return errors.Join(c.errs...) }
+func (p *Problems) Err() error { return errors.Join(p.errs...) }
