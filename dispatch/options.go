@@ -66,11 +66,14 @@ func WithMaxCallsPerConn(n int) ServerOption {
 const DefaultReplyTimeout = 10 * time.Second
 
 // WithReplyTimeout bounds how long writing one reply may take, waiting for
-// the connection included; past it the server closes the connection, whose
-// peer has stopped reading, and the calls on it end. Without a bound, such
-// a peer would hold a goroutine and the reply of every call it made until
-// it read them or went away. 0 turns the bound off; d must not be
-// negative. It applies to network connections: the shortcut has no socket.
+// the connection included; when a reply has waited that long with no other
+// reply written meanwhile, the server closes the connection, whose peer has
+// stopped reading, and the calls on it end. Without a bound, such a peer
+// would hold a goroutine and the reply of every call it made until it read
+// them or went away. The bound is checked every quarter of d, so the
+// connection goes between d and 5/4 d after the reply began to wait. 0
+// turns the bound off; d must not be negative. It applies to network
+// connections: the shortcut has no socket.
 func WithReplyTimeout(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) {
 		if d < 0 {

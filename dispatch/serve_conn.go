@@ -32,7 +32,10 @@ type serverConn struct {
 	// counts until its reply is written, so that a peer that does not read
 	// its replies cannot make the server hold more than the limit of them.
 	inflight int
-	timers   []*time.Timer // idle reply timers (sendBounded)
+
+	// watchdog closes the connection when its replies stop going out
+	// (WithReplyTimeout); nil when the timeout is off.
+	watchdog *replyWatchdog
 
 	// quietSince is when the last call in flight was answered (c.mu).
 	quietSince time.Time
@@ -112,6 +115,9 @@ func (c *serverConn) run() {
 func (c *serverConn) finish() {
 	c.cancelAll()
 	c.sock.Close()
+	if c.watchdog != nil {
+		c.watchdog.stop()
+	}
 	c.srv.untrack(c)
 	close(c.done)
 }
@@ -283,33 +289,19 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, e *
 	c.sock.Close()
 }
 
-// sendBounded sends m, and closes the connection if the Send, waiting for
-// the socket included, has not finished within the reply timeout
-// (WithReplyTimeout): a peer that stops reading its replies must not hold
-// the goroutines and the memory of its calls for ever. Its timers are kept
-// per connection and reused, so a reply allocates none.
+// sendBounded sends m under the connection's watchdog, which closes the
+// connection if the Send, waiting for the socket included, has not
+// finished within the reply timeout (WithReplyTimeout): a peer that stops
+// reading its replies must not hold the goroutines and the memory of its
+// calls for ever.
 func (c *serverConn) sendBounded(m *transport.Message) error {
-	d := c.srv.opts.replyTimeout
-	if d == 0 {
+	w := c.watchdog
+	if w == nil {
 		return c.sock.Send(m)
 	}
-	c.mu.Lock()
-	var t *time.Timer
-	if n := len(c.timers); n > 0 {
-		t = c.timers[n-1]
-		c.timers = c.timers[:n-1]
-	}
-	c.mu.Unlock()
-	if t == nil {
-		t = time.AfterFunc(d, c.stalled)
-	} else {
-		t.Reset(d)
-	}
+	w.begin()
 	err := c.sock.Send(m)
-	t.Stop()
-	c.mu.Lock()
-	c.timers = append(c.timers, t)
-	c.mu.Unlock()
+	w.end()
 	return err
 }
 

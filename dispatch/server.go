@@ -318,6 +318,9 @@ func (s *Server) serveSocket(sock transport.Socket) bool {
 // track registers a connection; s.mu is held.
 func (s *Server) track(sock transport.Socket) *serverConn {
 	c := &serverConn{srv: s, sock: sock, calls: make(map[uint64]*serverCall), done: make(chan struct{})}
+	if d := s.opts.replyTimeout; d > 0 {
+		c.watchdog = newReplyWatchdog(d, c.stalled)
+	}
 	s.conns[c] = struct{}{}
 	s.serving.Add(1)
 	return c

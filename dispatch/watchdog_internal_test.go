@@ -1,0 +1,140 @@
+package dispatch
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A reply that waits the timeout, with none written meanwhile, stalls the
+// connection, and not before the timeout: the watchdog counts whole ticks
+// from a moment the reply was already waiting.
+func TestWatchdogStallsAWaitingReply(t *testing.T) {
+	const d = 80 * time.Millisecond
+	stalled := make(chan time.Time, 1)
+	w := newReplyWatchdog(d, func() { stalled <- time.Now() })
+	defer w.stop()
+	start := time.Now()
+	w.begin()
+	select {
+	case at := <-stalled:
+		if waited := at.Sub(start); waited < d {
+			t.Fatalf("stalled after %v, before the timeout %v", waited, d)
+		}
+	case <-time.After(20 * d):
+		t.Fatal("a reply waiting 20 timeouts did not stall the connection")
+	}
+	w.end()
+}
+
+// Replies that each take less than the timeout keep the connection even
+// when one or another is always being written, far longer than the
+// timeout: only a reply that waits the whole timeout counts.
+func TestWatchdogSparesProgress(t *testing.T) {
+	const d = 40 * time.Millisecond
+	var stalls atomic.Int32
+	w := newReplyWatchdog(d, func() { stalls.Add(1) })
+	defer w.stop()
+	w.begin() // overlapping replies: never a moment with none waiting
+	for end := time.Now().Add(10 * d); time.Now().Before(end); {
+		w.begin()
+		w.end()
+		time.Sleep(d / 10)
+		w.end()
+		w.begin()
+	}
+	w.end()
+	if n := stalls.Load(); n != 0 {
+		t.Fatalf("%d stalls of a connection whose replies went out", n)
+	}
+}
+
+// With no reply waiting, the timer disarms after one tick; the next reply
+// sets it again and is still watched.
+func TestWatchdogDisarmsAndRearms(t *testing.T) {
+	const d = 40 * time.Millisecond
+	stalled := make(chan struct{}, 1)
+	w := newReplyWatchdog(d, func() { stalled <- struct{}{} })
+	defer w.stop()
+	w.begin()
+	w.end()
+	deadline := time.Now().Add(20 * d)
+	for w.armed.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the watchdog stayed armed with no reply waiting")
+		}
+		time.Sleep(d / 8)
+	}
+	select {
+	case <-stalled:
+		t.Fatal("stalled with no reply waiting")
+	default:
+	}
+	w.begin()
+	select {
+	case <-stalled:
+	case <-time.After(20 * d):
+		t.Fatal("a reply begun after the watchdog disarmed was not watched")
+	}
+	w.end()
+}
+
+// Replies begun and ended by many goroutines, some just as a tick
+// disarms, never leave a waiting reply unwatched.
+func TestWatchdogConcurrentReplies(t *testing.T) {
+	const d = 20 * time.Millisecond
+	stalled := make(chan struct{}, 1)
+	w := newReplyWatchdog(d, func() {
+		select {
+		case stalled <- struct{}{}:
+		default:
+		}
+	})
+	defer w.stop()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for end := time.Now().Add(5 * d); time.Now().Before(end); {
+				w.begin()
+				w.end()
+				if time.Now().UnixNano()%7 == 0 {
+					time.Sleep(d / 3) // let ticks find no reply and disarm
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case <-stalled:
+		t.Fatal("stalled while every reply went out")
+	default:
+	}
+	w.begin()
+	select {
+	case <-stalled:
+	case <-time.After(50 * d):
+		t.Fatal("a waiting reply was left unwatched")
+	}
+	w.end()
+}
+
+// BenchmarkWatchdog is what watching one reply costs, beside the timer per
+// reply the watchdog replaced.
+func BenchmarkWatchdog(b *testing.B) {
+	b.Run("watchdog", func(b *testing.B) {
+		w := newReplyWatchdog(DefaultReplyTimeout, func() {})
+		defer w.stop()
+		for b.Loop() {
+			w.begin()
+			w.end()
+		}
+	})
+	b.Run("timer-per-reply", func(b *testing.B) {
+		t := time.AfterFunc(time.Hour, func() {})
+		for b.Loop() {
+			t.Reset(DefaultReplyTimeout)
+			t.Stop()
+		}
+	})
+}
