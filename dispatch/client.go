@@ -129,8 +129,9 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 			return conn, nil
 		}
 		if c.tr == nil { // NewClient's: nothing to dial
+			err := c.conn.failure()
 			c.mu.Unlock()
-			return nil, ErrShutdown
+			return nil, err
 		}
 		d := c.dialing
 		if d == nil {

@@ -71,10 +71,13 @@ func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger) *clie
 	return cc
 }
 
-func (cc *clientConn) failed() bool {
+func (cc *clientConn) failed() bool { return cc.failure() != nil }
+
+// failure returns why the connection ended, or nil while it works.
+func (cc *clientConn) failure() error {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return cc.err != nil
+	return cc.err
 }
 
 // close fails every call in flight with ErrShutdown.
@@ -84,7 +87,8 @@ func (cc *clientConn) close() {
 	<-cc.done
 }
 
-// fail ends the connection for every call in flight.
+// fail ends the connection for every call in flight. The first error
+// given is the one every call gets, later ones included.
 func (cc *clientConn) fail(err error) {
 	cc.mu.Lock()
 	if cc.err == nil {
@@ -93,6 +97,7 @@ func (cc *clientConn) fail(err error) {
 	ps := cc.pending
 	cc.pending = make(map[uint64]*pending)
 	cc.mu.Unlock()
+	err = cc.failure()
 	for _, p := range ps {
 		if p == abandoned {
 			continue
@@ -106,10 +111,10 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 	p := pendings.Get().(*pending)
 	p.name, p.reply, p.err = name, reply, nil
 	cc.mu.Lock()
-	if cc.err != nil {
+	if err := cc.err; err != nil {
 		cc.mu.Unlock()
 		release(p)
-		return ErrShutdown
+		return err
 	}
 	// Reusing numbers keeps them small and few, so the header strings that
 	// carry them are the same ones again and cost no allocation.
@@ -220,16 +225,18 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 			return ctxError(ctx)
 		}
 		// Part of the frame may be out: the connection cannot be trusted.
-		// The caller gets what the read loop gives the calls it fails when
-		// the peer goes, so that one failure reads the same whichever end
-		// notices it first; the cause goes to the log.
-		cc.log.Warn("dispatch: sending failed; closing the connection", "remote", cc.sock.RemoteAddr(), "method", name, "err", err)
-		cc.fail(ErrShutdown)
+		// The caller gets what every call on the connection gets: the
+		// first cause seen, by the read loop or here (ErrShutdown's
+		// doc says how a peer's hang-up reads the same from both).
+		if !cc.failed() {
+			cc.log.Warn("dispatch: sending failed; closing the connection", "remote", cc.sock.RemoteAddr(), "method", name, "err", err)
+		}
+		cc.fail(connFailed(err))
 		cc.sock.Close()
 		if ctx.Err() != nil {
 			return ctxError(ctx)
 		}
-		return ErrShutdown
+		return cc.failure()
 	}
 	return nil
 }
@@ -247,7 +254,7 @@ func (cc *clientConn) lockSend(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctxError(ctx)
 	case <-cc.done:
-		return ErrShutdown
+		return cc.failure()
 	}
 }
 
@@ -312,17 +319,28 @@ func (cc *clientConn) readLoop() {
 	var m transport.Message
 	for {
 		if err := cc.sock.Recv(&m); err != nil {
+			if errors.Is(err, transport.ErrClosed) && !cc.failed() {
+				// The socket was closed here without the connection
+				// failing first: a Send that failed part way closes its
+				// socket itself (the Socket contract), and its caller then
+				// records the cause while it still holds the send lock.
+				// Wait for that, so that the calls get the cause rather
+				// than "use of closed socket". Sends on a closed socket
+				// return at once, so the wait is short.
+				cc.sending <- struct{}{}
+				cc.unlockSend()
+			}
 			if !cc.failed() { // not closed by this end
 				cc.log.Warn("dispatch: connection failed", "remote", cc.sock.RemoteAddr(), "err", err)
 			}
-			cc.fail(ErrShutdown)
+			cc.fail(connFailed(err))
 			cc.sock.Close() // the peer is gone; free what the socket holds
 			return
 		}
 		seq, err := rpcwire.ParseSeq(m.Header)
 		if err != nil {
 			cc.log.Warn("dispatch: closing connection: reply without a valid Seq", "remote", cc.sock.RemoteAddr(), "err", err)
-			cc.fail(ErrShutdown)
+			cc.fail(connFailed(fmt.Errorf("%w: reply without a valid Seq: %w", transport.ErrProtocol, err)))
 			cc.sock.Close()
 			return
 		}

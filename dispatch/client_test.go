@@ -17,6 +17,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/memory"
+	"github.com/zerodial/transport/transporttest"
 )
 
 // Many goroutines calling at once on one Client share one socket, and each
@@ -619,10 +620,40 @@ func TestNewClient(t *testing.T) {
 			sock.Close() // the serving end goes
 			recv(t, served, waitLong, "ServeSocket to return")
 			_, err = who(c)
-			assert.Equal(t, dispatch.ErrShutdown, err)
-			_, err = who(c)
-			assert.Equal(t, dispatch.ErrShutdown, err, "a NewClient never dials")
+			assert.ErrorIs(t, err, dispatch.ErrShutdown)
+			assert.EqualError(t, err, "connection is shut down: the server closed the connection")
+			_, again := who(c)
+			assert.Equal(t, err, again, "a NewClient never dials")
 			require.NoError(t, c.Close())
+		})
+	}
+}
+
+// A connection that fails under a call says why: the error matches
+// ErrShutdown, as net/rpc's callers expect, and wraps the cause — here a
+// server that answers with a reply no call can be matched to.
+func TestConnFailureSaysWhy(t *testing.T) {
+	for _, tc := range transports {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := tc.make(t)
+			l, err := tr.Listen(tc.listen)
+			require.NoError(t, err)
+			transporttest.Serve(t, l, func(s transport.Socket) {
+				var m transport.Message
+				if s.Recv(&m) == nil {
+					_ = s.Send(&transport.Message{Header: map[string]string{"ServiceMethod": "Arith.Multiply"}})
+				}
+				_ = s.Recv(&m) // until the client hangs up
+				s.Close()
+			})
+			c, err := dispatch.Dial(context.Background(), tr, l.Addr().String())
+			require.NoError(t, err)
+			defer c.Close()
+			err = c.Call(context.Background(), "Arith.Multiply", Args{1, 2}, new(int))
+			require.ErrorIs(t, err, dispatch.ErrShutdown)
+			assert.ErrorIs(t, err, transport.ErrProtocol)
+			assert.Contains(t, err.Error(), "connection is shut down: ")
+			assert.Contains(t, err.Error(), "reply without a valid Seq")
 		})
 	}
 }

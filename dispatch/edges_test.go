@@ -385,8 +385,9 @@ func TestServerFrameLimitAppliesOnShortcut(t *testing.T) {
 }
 
 // One failure reads the same every time: a peer that closes the connection
-// (at once, or after reading a request) fails the call with ErrShutdown
-// itself, whether the read loop or the Send notices first.
+// (at once, or after reading a request) fails the call with an error
+// matching ErrShutdown that says the server closed the connection, in the
+// same words whether the read loop or the Send notices first.
 func TestPeerCloseIsOneError(t *testing.T) {
 	for _, tc := range transports {
 		t.Run(tc.name, func(t *testing.T) {
@@ -404,10 +405,13 @@ func TestPeerCloseIsOneError(t *testing.T) {
 			c, err := dispatch.Dial(context.Background(), tr, l.Addr().String())
 			require.NoError(t, err)
 			defer c.Close()
+			texts := map[string]int{}
 			for range 30 {
 				err := c.Call(context.Background(), "Arith.Multiply", Args{1, 2}, new(int))
-				require.Equal(t, dispatch.ErrShutdown, err, "got %q", err)
+				require.ErrorIs(t, err, dispatch.ErrShutdown)
+				texts[err.Error()]++
 			}
+			assert.Equal(t, map[string]int{"connection is shut down: the server closed the connection": 30}, texts)
 		})
 	}
 }

@@ -3,7 +3,9 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"io"
 	"net/rpc"
+	"syscall"
 )
 
 // Code classifies an Error. It travels on the wire as text (WIRE.md), so a
@@ -99,8 +101,47 @@ func (e *Error) Is(target error) bool {
 
 // ErrShutdown is returned for calls on a closed Client, and for calls in
 // flight when the Client is closed or its connection fails. It is net/rpc's
-// error, so existing checks keep working.
+// error, so existing checks keep working. When the connection failed, the
+// error returned matches ErrShutdown (errors.Is) and says why: its text is
+// ErrShutdown's followed by the cause, and errors.Unwrap gives the cause —
+// a TLS alert, a protocol error, or, when the server went away, the
+// transport's error for that (io.EOF, a reset), always worded "the server
+// closed the connection" so that one failure reads the same whichever end
+// of the connection noticed it first. Every call that the failure ends
+// gets the same error: the first cause seen.
 var ErrShutdown = rpc.ErrShutdown
+
+// connFailure is ErrShutdown with the cause of a connection's failure.
+type connFailure struct {
+	cause error
+	text  string // what the cause says, in the error's words
+}
+
+// connFailed returns the error for calls whose connection failed with
+// cause.
+func connFailed(cause error) error {
+	text := cause.Error()
+	if hungUp(cause) {
+		text = "the server closed the connection"
+	}
+	return &connFailure{cause: cause, text: text}
+}
+
+// hungUp reports whether err is how a transport says that the peer closed
+// the connection: the end of the stream when reading, a closed pipe or a
+// reset when writing.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+func (e *connFailure) Error() string { return ErrShutdown.Error() + ": " + e.text }
+
+// Is makes the failure match ErrShutdown.
+func (e *connFailure) Is(target error) bool { return target == ErrShutdown }
+
+// Unwrap returns the cause.
+func (e *connFailure) Unwrap() error { return e.cause }
 
 // ErrNilReply is returned, on every path, when reply is nil or a nil
 // pointer. It is not an *Error: no call was made.
