@@ -3,6 +3,7 @@ package tcp
 import (
 	"crypto/tls"
 	"log/slog"
+	"time"
 
 	"github.com/zerodial/transport/internal/options"
 )
@@ -44,6 +45,32 @@ func WithTLS(cfg *tls.Config) Option {
 // discards them, as the default does.
 func WithLogger(l *slog.Logger) Option {
 	return option(func(c *options.Common) { c.SetLogger(l) })
+}
+
+// WithHandshakeTimeout bounds each step of a connection's set-up that
+// waits for the peer, on either end: the TLS handshake, when TLS is
+// configured, and the exchange of connection prefaces (WIRE.md, section
+// 2). It is transport.DefaultHandshakeTimeout, 10 s, by default. A peer
+// silent for longer fails Dial, or is dropped by the listener before
+// Accept returns it; Dial is bounded by its context as well. d must be
+// positive, or Dial and Listen (or NewSocket) fail.
+func WithHandshakeTimeout(d time.Duration) Option {
+	return option(func(c *options.Common) { c.SetHandshakeTimeout(d) })
+}
+
+// WithFrameTimeout bounds how long the rest of a message may take to
+// arrive once its first byte has, as net/http's ReadHeaderTimeout bounds a
+// request's header: a peer that stops part way through a frame fails Recv
+// with transport.ErrTimeout and its connection is closed, instead of
+// holding it, its buffers and its reader for as long as the read deadline
+// allows. It is transport.DefaultFrameTimeout, 30 s, by default, enough for
+// a 4 MiB message at 150 KB/s. A Socket's read deadline still applies,
+// whichever ends first. Zero turns the bound off; a negative d makes Dial
+// and Listen (or NewSocket) fail. A connection that sends nothing at all
+// between messages is not bounded here: that is an idle timeout, which
+// dispatch's Server has (dispatch.WithIdleTimeout).
+func WithFrameTimeout(d time.Duration) Option {
+	return option(func(c *options.Common) { c.SetFrameTimeout(d) })
 }
 
 // apply builds the settings of opts, applied in order over the defaults.

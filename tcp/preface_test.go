@@ -21,10 +21,10 @@ var suite = prefacetest.Suite{
 	Proto: prefacetest.TCP,
 	Other: prefacetest.Mux,
 	Dial: func(t *testing.T, ctx context.Context, addr string, cfg prefacetest.Config) (transport.Socket, error) {
-		return tcp.New(tcp.WithTLS(cfg.TLS), tcp.WithLogger(cfg.Logger)).Dial(ctx, addr)
+		return tcp.New(options(cfg)...).Dial(ctx, addr)
 	},
 	Listen: func(t *testing.T, cfg prefacetest.Config) transport.Listener {
-		l, err := tcp.New(tcp.WithTLS(cfg.TLS), tcp.WithLogger(cfg.Logger)).Listen("127.0.0.1:0")
+		l, err := tcp.New(options(cfg)...).Listen("127.0.0.1:0")
 		require.NoError(t, err)
 		t.Cleanup(func() { l.Close() })
 		return l
@@ -37,7 +37,15 @@ var suite = prefacetest.Suite{
 		t.Cleanup(func() { l.Close() })
 		return l
 	},
-	SetHandshakeTimeout: tcp.SetHandshakeTimeout,
+}
+
+// options turns a suite's Config into tcp's options.
+func options(cfg prefacetest.Config) []tcp.Option {
+	opts := []tcp.Option{tcp.WithTLS(cfg.TLS), tcp.WithLogger(cfg.Logger)}
+	if cfg.HandshakeTimeout != 0 {
+		opts = append(opts, tcp.WithHandshakeTimeout(cfg.HandshakeTimeout))
+	}
+	return opts
 }
 
 func TestDialMuxListener(t *testing.T)          { prefacetest.DialOtherListener(t, suite) }

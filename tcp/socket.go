@@ -50,7 +50,7 @@ func NewSocket(ctx context.Context, conn net.Conn, opts ...Option) (transport.So
 	}
 	// Without TLS, Client's set-up is the exchange alone, the same on
 	// either end; and it closes conn on failure, as NewSocket must.
-	setup := netconn.Setup{Proto: preface.TCP, Timeout: handshakeTimeout}
+	setup := netconn.Setup{Proto: preface.TCP, Timeout: o.HandshakeTimeout}
 	c, err := setup.Client(ctx, conn, peer)
 	if err != nil {
 		level := slog.LevelDebug
@@ -60,7 +60,7 @@ func NewSocket(ctx context.Context, conn net.Conn, opts ...Option) (transport.So
 		o.Logger.Log(ctx, level, "tcp: NewSocket failed", "remote", peer, "err", err)
 		return nil, err
 	}
-	return newSocket(c, o.MaxFrameSize), nil
+	return newSocket(c, o), nil
 }
 
 // errTLSOption refuses WithTLS in NewSocket.
@@ -76,4 +76,6 @@ func newSocketErr(o options.Common, peer string) error {
 	return err
 }
 
-func newSocket(c net.Conn, max int) transport.Socket { return frame.NewSocket(c, max) }
+func newSocket(c net.Conn, o options.Common) transport.Socket {
+	return frame.NewSocket(c, o.MaxFrameSize).WithFrameTimeout(o.FrameTimeout)
+}

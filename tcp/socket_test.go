@@ -146,11 +146,10 @@ func TestNewSocketSilentPeer(t *testing.T) {
 	_, err = a.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewSocket left conn open")
 
-	tcp.SetHandshakeTimeout(t, 200*time.Millisecond)
 	a, b = net.Pipe()
 	defer b.Close()
 	start = time.Now()
-	_, err = tcp.NewSocket(context.Background(), a)
+	_, err = tcp.NewSocket(context.Background(), a, tcp.WithHandshakeTimeout(200*time.Millisecond))
 	assert.ErrorIs(t, err, transport.ErrProtocol)
 	assert.EqualError(t, err, "tcp: pipe sent no preface within 200ms")
 	assert.Less(t, time.Since(start), time.Second, "NewSocket outlived the handshake timeout")
@@ -179,4 +178,55 @@ func TestNewSocketInvalidOptions(t *testing.T) {
 		"tcp: NewSocket with pipe: WithTLS is not for NewSocket: wrap the connection with tls.Client or tls.Server")
 	_, err = a.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewSocket left conn open")
+}
+
+// TestFrameTimeout: a peer that sends part of a message and stops is
+// dropped once WithFrameTimeout has passed since the message's first byte;
+// zero turns the bound off. (Dial and Listen make their sockets as
+// NewSocket does; internal/frame tests the bound itself.)
+func TestFrameTimeout(t *testing.T) {
+	halfFrame := []byte{1, 0, 0, 0, 0, 4, 0, 0}
+	for _, tc := range []struct {
+		name string
+		opts []tcp.Option
+		want time.Duration // 0: never
+	}{
+		{"100ms", []tcp.Option{tcp.WithFrameTimeout(100 * time.Millisecond)}, 100 * time.Millisecond},
+		{"off", []tcp.Option{tcp.WithFrameTimeout(0)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := net.Pipe()
+			defer b.Close()
+			peer := make(chan error, 1)
+			go func() { _, err := tcp.NewSocket(context.Background(), b); peer <- err }()
+			sock, err := tcp.NewSocket(context.Background(), a, tc.opts...)
+			require.NoError(t, err)
+			defer sock.Close()
+			require.NoError(t, <-peer)
+
+			errc := make(chan error, 1)
+			start := time.Now()
+			go func() { var m transport.Message; errc <- sock.Recv(&m) }()
+			_, err = b.Write(halfFrame)
+			require.NoError(t, err)
+			if tc.want == 0 {
+				select {
+				case err := <-errc:
+					t.Fatalf("Recv returned %v with the frame timeout off", err)
+				case <-time.After(300 * time.Millisecond):
+				}
+				sock.Close()
+				<-errc
+				return
+			}
+			select {
+			case err := <-errc:
+				assert.GreaterOrEqual(t, time.Since(start), tc.want)
+				assert.ErrorIs(t, err, transport.ErrTimeout)
+				assert.Contains(t, err.Error(), "frame timeout")
+			case <-time.After(5 * time.Second):
+				t.Fatal("a half-sent frame held Recv for 5s")
+			}
+		})
+	}
 }

@@ -20,8 +20,8 @@ type Transport struct {
 	opts options.Common
 	err  error // the options' problems, returned by Dial and Listen
 	// setup sets up the connections Dial makes and the listeners accept:
-	// TLS as configured, then the preface, each step within
-	// handshakeTimeout.
+	// TLS as configured, then the preface, each step within the handshake
+	// timeout.
 	setup netconn.Setup
 }
 
@@ -33,7 +33,8 @@ var (
 )
 
 // New returns a TCP Transport configured by opts (WithMaxFrameSize,
-// WithTLS, WithLogger), applied in order. New does not fail: if an option
+// WithTLS, WithLogger, WithHandshakeTimeout, WithFrameTimeout), applied in
+// order. New does not fail: if an option
 // is invalid, every Dial and Listen of the Transport returns an error
 // naming each invalid option and its value (errors.Join).
 func New(opts ...Option) *Transport {
@@ -41,7 +42,7 @@ func New(opts ...Option) *Transport {
 	return &Transport{
 		opts:  o,
 		err:   o.Err(),
-		setup: netconn.Setup{Proto: preface.TCP, TLS: o.TLS, Timeout: handshakeTimeout},
+		setup: netconn.Setup{Proto: preface.TCP, TLS: o.TLS, Timeout: o.HandshakeTimeout},
 	}
 }
 
@@ -55,18 +56,11 @@ func (t *Transport) MaxFrameSize() int { return t.opts.MaxFrameSize }
 // certificate as configured (transport.WireReporter).
 func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.TCP, t.opts.TLS) }
 
-// handshakeTimeout bounds each step of connection set-up that waits for the
-// peer, on either end: the TLS handshake, when TLS is configured, and the
-// exchange of connection prefaces (WIRE.md: 10 s). Dial is bounded by its
-// ctx as well. A variable so that tests of silent peers need not wait ten
-// seconds (SetHandshakeTimeout in export_test.go).
-var handshakeTimeout = preface.Timeout
-
 // Dial connects to addr (host:port), completes the TLS handshake when TLS
 // is configured, and exchanges prefaces with the listener (WIRE.md), all
 // within ctx. A peer that is not a tcp listener of this protocol version —
 // a mux listener, another server, one that sends nothing within the
-// handshake timeout (10 s) — fails Dial with an error matching
+// handshake timeout (WithHandshakeTimeout) — fails Dial with an error matching
 // transport.ErrProtocol that says what the peer sent.
 func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
 	if t.err != nil {
@@ -81,7 +75,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 	if err != nil {
 		return nil, err
 	}
-	return newSocket(c, t.opts.MaxFrameSize), nil
+	return newSocket(c, t.opts), nil
 }
 
 // acceptBacklog bounds the connections a listener holds that Accept has not
@@ -164,7 +158,7 @@ func (l *listener) Accept() (transport.Socket, error) {
 			c.Close()
 			return nil, transport.ErrClosed
 		}
-		return newSocket(c, l.opts.MaxFrameSize), nil
+		return newSocket(c, l.opts), nil
 	case <-l.done:
 		return nil, transport.ErrClosed
 	}

@@ -77,6 +77,25 @@ func NewReader(r *bufio.Reader, max int) *Reader {
 	return &Reader{r: r, max: max}
 }
 
+// waitFrame waits for the first byte of the next frame, consuming nothing.
+func (fr *Reader) waitFrame() error {
+	_, err := fr.r.Peek(1)
+	return err
+}
+
+// buffered reports whether the whole of the next frame is in the read
+// buffer, so that reading it cannot wait for the peer.
+func (fr *Reader) buffered() bool {
+	n := fr.r.Buffered()
+	if n < PrefixLen {
+		return false
+	}
+	p, _ := fr.r.Peek(PrefixLen)
+	hl := uint64(binary.BigEndian.Uint32(p[2:6]))
+	bl := uint64(binary.BigEndian.Uint32(p[6:10]))
+	return uint64(n) >= PrefixLen+hl+bl
+}
+
 // MidFrameError wraps an error that happened after part of a frame was read:
 // the stream is out of step and must be closed.
 type MidFrameError struct{ Err error }

@@ -36,6 +36,9 @@ type Socket struct {
 
 	rmu sync.Mutex
 	r   *Reader
+	// frame bounds the rest of a frame once it has begun; nil when the
+	// frame timeout is off.
+	frame *frameDeadline
 
 	wmu  sync.Mutex
 	wbuf []byte
@@ -54,6 +57,18 @@ func NewSocket(c net.Conn, max int) *Socket {
 		r:      NewReader(bufio.NewReaderSize(c, readBufferSize), max),
 		rawTCP: raw,
 	}
+}
+
+// WithFrameTimeout bounds the rest of each frame: once its first byte has
+// arrived, the rest must arrive within d, or Recv fails with
+// transport.ErrTimeout and the socket is closed. Zero means no bound. It
+// must be called before the first Recv; it returns s.
+func (s *Socket) WithFrameTimeout(d time.Duration) *Socket {
+	s.frame = nil
+	if d > 0 {
+		s.frame = &frameDeadline{timeout: d, set: s.conn.SetReadDeadline}
+	}
+	return s
 }
 
 // Conn returns the connection under the socket.
@@ -113,10 +128,14 @@ func (s *Socket) Recv(m *transport.Message) error {
 		return transport.ErrClosed
 	}
 	s.rmu.Lock()
-	err := s.r.Read(m)
+	expired, err := s.read(m)
 	s.rmu.Unlock()
 	if err == nil {
 		return nil
+	}
+	if expired && IsMidFrame(err) && isTimeout(err) {
+		s.Close()
+		return fmt.Errorf("%w: the rest of a frame did not arrive within the frame timeout (%v); socket closed", transport.ErrTimeout, s.frame.timeout)
 	}
 	if err == io.EOF && !s.closed.Load() {
 		return io.EOF
@@ -126,6 +145,24 @@ func (s *Socket) Recv(m *transport.Message) error {
 		s.Close()
 	}
 	return mapped
+}
+
+// read reads one frame, bounding the time the rest of it may take once it
+// has begun when the frame timeout is on. expired reports that the frame
+// timeout passed.
+func (s *Socket) read(m *transport.Message) (expired bool, err error) {
+	if s.frame == nil {
+		return false, s.r.Read(m)
+	}
+	if err := s.r.waitFrame(); err != nil {
+		return false, err
+	}
+	if s.r.buffered() {
+		return false, s.r.Read(m)
+	}
+	s.frame.begin()
+	err = s.r.Read(m)
+	return s.frame.finish(), err
 }
 
 // mapErr turns an error of the connection into the transport's errors.
@@ -171,10 +208,23 @@ func (s *Socket) LocalAddr() net.Addr { return s.conn.LocalAddr() }
 func (s *Socket) RemoteAddr() net.Addr { return s.conn.RemoteAddr() }
 
 // SetDeadline sets the connection's read and write deadlines.
-func (s *Socket) SetDeadline(t time.Time) error { return s.conn.SetDeadline(t) }
+func (s *Socket) SetDeadline(t time.Time) error {
+	if s.frame == nil {
+		return s.conn.SetDeadline(t)
+	}
+	if err := s.conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return s.frame.setUser(t)
+}
 
 // SetReadDeadline sets the connection's read deadline.
-func (s *Socket) SetReadDeadline(t time.Time) error { return s.conn.SetReadDeadline(t) }
+func (s *Socket) SetReadDeadline(t time.Time) error {
+	if s.frame == nil {
+		return s.conn.SetReadDeadline(t)
+	}
+	return s.frame.setUser(t)
+}
 
 // SetWriteDeadline sets the connection's write deadline.
 func (s *Socket) SetWriteDeadline(t time.Time) error { return s.conn.SetWriteDeadline(t) }

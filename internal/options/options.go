@@ -1,5 +1,5 @@
 // Package options holds the settings every transport shares — the frame
-// limit, TLS and the logger — with their defaults and their validation, so
+// limit, TLS, the logger and the network transports' timeouts — with their defaults and their validation, so
 // that the memory, tcp and mux packages, which each define an Option type
 // of their own, apply them alike and report the same errors.
 //
@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/zerodial/transport"
 )
@@ -32,6 +33,12 @@ type Common struct {
 	// Logger receives the transport's diagnostics. It is never nil after
 	// New; the default discards everything.
 	Logger *slog.Logger
+	// HandshakeTimeout bounds each step of a network connection's set-up
+	// that waits for the peer: the TLS handshake and the preface exchange.
+	HandshakeTimeout time.Duration
+	// FrameTimeout bounds how long the rest of a frame may take to arrive
+	// once its first byte has; zero means no bound.
+	FrameTimeout time.Duration
 
 	Problems
 }
@@ -51,9 +58,11 @@ func NewProblems(pkg string) Problems { return Problems{pkg: pkg} }
 // starts the errors it records.
 func New(pkg string) Common {
 	return Common{
-		MaxFrameSize: transport.DefaultMaxFrameSize,
-		Logger:       slog.New(slog.DiscardHandler),
-		Problems:     NewProblems(pkg),
+		MaxFrameSize:     transport.DefaultMaxFrameSize,
+		Logger:           slog.New(slog.DiscardHandler),
+		HandshakeTimeout: transport.DefaultHandshakeTimeout,
+		FrameTimeout:     transport.DefaultFrameTimeout,
+		Problems:         NewProblems(pkg),
 	}
 }
 
@@ -77,6 +86,27 @@ func (c *Common) SetLogger(l *slog.Logger) {
 		l = slog.New(slog.DiscardHandler)
 	}
 	c.Logger = l
+}
+
+// SetHandshakeTimeout is WithHandshakeTimeout: d must be positive, since a
+// set-up step without a bound would let a silent peer hold a connection
+// (and a listener's slot) for ever.
+func (c *Common) SetHandshakeTimeout(d time.Duration) {
+	if d <= 0 {
+		c.Invalid("WithHandshakeTimeout", d, "must be positive")
+		return
+	}
+	c.HandshakeTimeout = d
+}
+
+// SetFrameTimeout is WithFrameTimeout: zero turns the bound off; d must not
+// be negative.
+func (c *Common) SetFrameTimeout(d time.Duration) {
+	if d < 0 {
+		c.Invalid("WithFrameTimeout", d, "must not be negative")
+		return
+	}
+	c.FrameTimeout = d
 }
 
 // Invalid records that option, given value, is refused because of problem,

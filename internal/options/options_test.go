@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,4 +90,21 @@ func TestErrJoinsAll(t *testing.T) {
 	joined, ok := err.(interface{ Unwrap() []error })
 	require.True(t, ok, "errors.Join's error")
 	assert.Len(t, joined.Unwrap(), 2)
+}
+
+func TestSetTimeouts(t *testing.T) {
+	c := options.New("tcp")
+	c.SetHandshakeTimeout(time.Second)
+	c.SetFrameTimeout(0)
+	require.NoError(t, c.Err())
+	assert.Equal(t, time.Second, c.HandshakeTimeout)
+	assert.Zero(t, c.FrameTimeout, "zero turns the frame timeout off")
+
+	c = options.New("tcp")
+	c.SetHandshakeTimeout(0)
+	c.SetFrameTimeout(-time.Second)
+	assert.EqualError(t, c.Err(), "tcp: WithHandshakeTimeout(0s): must be positive\n"+
+		"tcp: WithFrameTimeout(-1s): must not be negative")
+	assert.Equal(t, transport.DefaultHandshakeTimeout, c.HandshakeTimeout, "a refused value leaves the default")
+	assert.Equal(t, transport.DefaultFrameTimeout, c.FrameTimeout, "a refused value leaves the default")
 }

@@ -44,16 +44,16 @@ func DialSilentPeer(t *testing.T, s Suite) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), time.Second, "Dial outlived its context")
 
-	s.SetHandshakeTimeout(t, 200*time.Millisecond)
+	s.setHandshakeTimeout(t, 200*time.Millisecond)
 	start = time.Now()
-	_, err = s.Dial(t, context.Background(), addr, Config{})
+	_, err = s.Dial(t, context.Background(), addr, Config{HandshakeTimeout: 200 * time.Millisecond})
 	assert.ErrorIs(t, err, transport.ErrProtocol)
 	assert.EqualError(t, err, s.Proto.Name+": "+addr+" sent no preface within 200ms")
 	assert.Less(t, time.Since(start), time.Second, "Dial outlived the handshake timeout")
 
 	_, clientCfg := testcert.Configs(t)
 	start = time.Now()
-	_, err = s.Dial(t, context.Background(), addr, Config{TLS: clientCfg})
+	_, err = s.Dial(t, context.Background(), addr, Config{TLS: clientCfg, HandshakeTimeout: 200 * time.Millisecond})
 	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
 	assert.Less(t, time.Since(start), time.Second, "the TLS handshake outlived the handshake timeout")
 }

@@ -22,9 +22,12 @@ import (
 // at Warn for a zerodial peer of the wrong kind. It returns the listener,
 // still open, for checks of the transport's own.
 func ListenerDropsBadClients(t *testing.T, s Suite) transport.Listener {
-	s.SetHandshakeTimeout(t, time.Second)
+	s.setHandshakeTimeout(t, time.Second)
 	logs := &LogBuffer{}
-	l := s.Listen(t, Config{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	l := s.Listen(t, Config{
+		Logger:           slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		HandshakeTimeout: time.Second,
+	})
 	accepted := make(chan transport.Socket, 10)
 	go func() {
 		for {

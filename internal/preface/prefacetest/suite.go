@@ -41,12 +41,16 @@ func (p Protocol) version2() string { return p.Preface[:6] + "\x02\x00" }
 
 // Config is what a body asks of the Transports it has made: each
 // transport's tests turn it into their own package's options (WithTLS,
-// WithLogger). The zero Config asks for the defaults.
+// WithLogger, WithHandshakeTimeout). The zero Config asks for the
+// defaults.
 type Config struct {
 	// TLS, when not nil, is given to WithTLS.
 	TLS *tls.Config
 	// Logger, when not nil, is given to WithLogger.
 	Logger *slog.Logger
+	// HandshakeTimeout, when not zero, is given to WithHandshakeTimeout,
+	// so that a test of a silent peer need not wait ten seconds.
+	HandshakeTimeout time.Duration
 }
 
 // Suite is the transport under test, as the bodies need it.
@@ -62,10 +66,18 @@ type Suite struct {
 	Listen func(t *testing.T, cfg Config) transport.Listener
 	// OtherListen does as Listen with the other transport.
 	OtherListen func(t *testing.T, cfg Config) transport.Listener
-	// SetHandshakeTimeout shortens the handshake timeout of the Transports
-	// made afterwards, until the test ends, so that a test of a silent
-	// peer need not wait ten seconds.
+	// SetHandshakeTimeout, when not nil, shortens the handshake timeout of
+	// the Transports made afterwards, until the test ends, for a
+	// transport whose options do not take Config.HandshakeTimeout.
 	SetHandshakeTimeout func(t testing.TB, d time.Duration)
+}
+
+// setHandshakeTimeout applies d through SetHandshakeTimeout when the suite
+// has one.
+func (s Suite) setHandshakeTimeout(t testing.TB, d time.Duration) {
+	if s.SetHandshakeTimeout != nil {
+		s.SetHandshakeTimeout(t, d)
+	}
 }
 
 // speaks is the error Dial of s returns for a peer at addr that sent the
