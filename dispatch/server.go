@@ -209,14 +209,22 @@ func (s *Server) Serve(l transport.Listener) error {
 
 // Start serves l in the background, as Serve does, after making l's
 // shortcut entry: when Start returns, a shortcut Client dialling l's address
-// finds the Server. Shutdown or Close stops it; an Accept failure is logged.
+// finds the Server. Shutdown or Close stops it; so does l's Close, which is
+// logged at Info (WithLogger), as any other Accept failure that ends the
+// serving is at Error.
 func (s *Server) Start(l transport.Listener) error {
 	stop, err := s.begin(l)
 	if err != nil {
 		return err
 	}
 	go func() {
-		if err := s.acceptLoop(l, stop); err != nil && !errors.Is(err, ErrServerClosed) {
+		switch err := s.acceptLoop(l, stop); {
+		case err == nil, errors.Is(err, ErrServerClosed):
+		case errors.Is(err, transport.ErrClosed):
+			// Closed by its owner, or, for a listener over one connection
+			// (mux.NewServerConn), by the peer hanging up: an ordinary end.
+			s.opts.logger.Info("dispatch: listener closed; stopped serving it", "addr", l.Addr())
+		default:
 			s.opts.logger.Error("dispatch: stopped serving", "addr", l.Addr(), "err", err)
 		}
 	}()

@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -337,4 +338,20 @@ func TestShutdownTimeoutLeavesNoGoroutines(t *testing.T) {
 	} else {
 		assert.NoError(t, err)
 	}
+}
+
+// A listener closed under Start — by its owner, or by the peer of a
+// listener over one connection — ends the serving as an ordinary event,
+// logged at Info rather than as an error.
+func TestStartListenerClosedIsNotAnError(t *testing.T) {
+	var log syncBuffer
+	srv := dispatch.NewServer(dispatch.WithLogger(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	defer srv.Close()
+	l, err := memory.New().Listen("")
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(l))
+	require.NoError(t, l.Close())
+	require.Eventually(t, func() bool { return strings.Contains(log.String(), "stopped serving") }, waitLong, time.Millisecond)
+	assert.Contains(t, log.String(), "level=INFO msg=\"dispatch: listener closed; stopped serving it\"")
+	assert.NotContains(t, log.String(), "level=ERROR")
 }
