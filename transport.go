@@ -13,6 +13,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"time"
 )
@@ -162,4 +163,14 @@ func (l Wire) Accepts(c Wire) bool {
 // shortcut cannot tell that the two ends would agree, and uses the network.
 type WireReporter interface {
 	Wire() Wire
+}
+
+// TLSReporter is implemented by Sockets that may run over TLS. TLS returns
+// the connection's state once its handshake is done — the peer's
+// certificates, verified as the configuration required — and false when
+// the Socket does not run over TLS. dispatch gives it to handlers
+// (dispatch.CallInfoFrom), so that they can authorise a caller by its
+// certificate. A wrapper around a Socket should pass it on.
+type TLSReporter interface {
+	TLS() (tls.ConnectionState, bool)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,10 @@ type Client struct {
 	opts  clientOptions
 	ctype string // the codec's name
 	limit int    // the transport's frame limit, for the shortcut's copy mode
+	// netPath and remote are the Path and RemoteAddr of the Client's
+	// network calls, for CallInfo.
+	netPath Path
+	remote  net.Addr
 
 	mu         sync.Mutex
 	conn       *clientConn // nil until needed, and after it fails
@@ -79,7 +84,8 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), wire: wireOf(tr), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize}
+	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), wire: wireOf(tr), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
+		netPath: Path(tr.String()), remote: dialAddr{tr.String(), addr}}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	if fl, ok := tr.(transport.FrameLimiter); ok {
 		c.limit = fl.MaxFrameSize()
@@ -107,7 +113,8 @@ func NewClient(sock transport.Socket, opts ...ClientOption) (*Client, error) {
 		return nil, err
 	}
 	o.shortcut = ShortcutOff
-	c := &Client{addr: sock.RemoteAddr().String(), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize}
+	c := &Client{addr: sock.RemoteAddr().String(), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
+		netPath: pathOfWire(transport.Wire{}, sock), remote: sock.RemoteAddr()}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.conn = newClientConn(sock, o.codec, o.logger)
 	return c, nil
@@ -224,18 +231,60 @@ func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any
 	if ctx == nil {
 		panic("dispatch: nil Context") // as net/http's NewRequestWithContext does
 	}
+	if len(c.opts.interceptors) == 0 {
+		return c.call(ctx, serviceMethod, args, reply, nil)
+	}
+	return c.intercepted(ctx, serviceMethod, args, reply)
+}
+
+// intercepted runs a call through the Client's interceptors, with its
+// CallInfo in the context.
+func (c *Client) intercepted(ctx context.Context, name string, args, reply any) error {
+	info := &CallInfo{Method: name, Path: c.expectedPath(name), RemoteAddr: c.remote}
+	ctx = context.WithValue(ctx, callInfoKey{}, info)
+	h := Handler(func(ctx context.Context, args, reply any) error { return c.call(ctx, name, args, reply, info) })
+	for i := len(c.opts.interceptors) - 1; i >= 0; i-- {
+		ic, next := c.opts.interceptors[i], h
+		h = func(ctx context.Context, args, reply any) error { return ic(ctx, name, args, reply, next) }
+	}
+	return h(ctx, args, reply)
+}
+
+// expectedPath is the path a call of name would take now.
+func (c *Client) expectedPath(name string) Path {
+	if c.opts.shortcut == ShortcutOff {
+		return c.netPath
+	}
+	e := shortcuts.lookupCached(c.key, c.wire, &c.found)
+	if e == nil {
+		return c.netPath
+	}
+	if c.opts.shortcut == ShortcutDirect {
+		if m, _ := c.method(e.srv, name); m != nil && m.borrows {
+			return PathShortcutDirect
+		}
+	}
+	return PathShortcutCopy
+}
+
+// call is Call inside the interceptors; info, when not nil, is told the
+// path the call takes.
+func (c *Client) call(ctx context.Context, serviceMethod string, args, reply any, info *CallInfo) error {
 	if err := checkReply(reply); err != nil {
 		return err
 	}
 	if c.opts.shortcut != ShortcutOff {
 		if e := shortcuts.lookupCached(c.key, c.wire, &c.found); e != nil {
-			if done, err := c.shortcut(ctx, e, serviceMethod, args, reply); done {
+			if done, err := c.shortcut(ctx, e, serviceMethod, args, reply, info); done {
 				return err
 			}
 		} else if srv := c.reached.Load(); srv != nil && srv.isDraining() && !c.closedFlag.Load() {
 			zero(reply)
 			return errShuttingDown
 		}
+	}
+	if info != nil {
+		info.Path = c.netPath
 	}
 	zero(reply)
 	if c.closedFlag.Load() {

@@ -13,6 +13,11 @@ import (
 // with the call it belongs to; its Done channel is made only if asked for.
 type callCtx struct {
 	md Metadata
+	// describer makes the call's CallInfo, kept in info, when first asked
+	// for (CallInfoFrom). An interface, so that setting it allocates
+	// nothing.
+	describer describer
+	info      lazyInfo
 
 	mu     sync.Mutex
 	done   chan struct{} // made by the first Done
@@ -85,10 +90,18 @@ func (c *callCtx) doneLocked() <-chan struct{} {
 	return c.done
 }
 
-// Value returns the caller's metadata for MetadataFrom, and nothing else.
+// Value returns the caller's metadata for MetadataFrom and the call's
+// CallInfo for CallInfoFrom, and nothing else.
 func (c *callCtx) Value(key any) any {
-	if _, ok := key.(incomingKey); ok && c.md != nil {
-		return c.md
+	switch key.(type) {
+	case incomingKey:
+		if c.md != nil {
+			return c.md
+		}
+	case callInfoKey:
+		if c.describer != nil {
+			return c.info.get(c.describer)
+		}
 	}
 	return nil
 }
@@ -132,6 +145,15 @@ type shortcutCtx struct {
 	srv     *Server
 	watched bool        // registered with client and srv for their Close
 	stop    func() bool // ends the watch on parent
+
+	ent  *entry // the registration the Client reached srv through
+	name string // the method called
+	path Path
+}
+
+// describe is the CallInfo of a shortcut call, as its handler sees it.
+func (c *shortcutCtx) describe() *CallInfo {
+	return &CallInfo{Method: c.name, Path: c.path, LocalAddr: c.ent.addr, RemoteAddr: ShortcutAddr}
 }
 
 func (c *shortcutCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }

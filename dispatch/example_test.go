@@ -273,6 +273,46 @@ func ExampleWithInterceptors() {
 	// copy 2 <nil>
 }
 
+// A Client's interceptors wrap every call it makes: here, one that adds a
+// token to every call, which the Server's handler reads along with the path
+// the call took.
+func ExampleCallInfoFrom() {
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	err := dispatch.Handle(srv, "Who.Calls", func(ctx context.Context, _ *struct{}, reply *string) error {
+		info, _ := dispatch.CallInfoFrom(ctx)
+		*reply = fmt.Sprintf("%s via %s, token %q", info.Method, info.Path, dispatch.MetadataFrom(ctx)["token"])
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("")
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	withToken := func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
+		return next(dispatch.WithMetadata(ctx, dispatch.Metadata{"token": "t0k"}), args, reply)
+	}
+	for _, mode := range []dispatch.ShortcutMode{dispatch.ShortcutOff, dispatch.ShortcutCopy} {
+		c, err := dispatch.Dial(context.Background(), tr, l.Addr().String(),
+			dispatch.WithShortcut(mode), dispatch.WithInterceptors(withToken))
+		if err != nil {
+			log.Fatal(err)
+		}
+		var s string
+		if err := c.Call(context.Background(), "Who.Calls", struct{}{}, &s); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(s)
+		c.Close()
+	}
+	// Output:
+	// Who.Calls via memory, token "t0k"
+	// Who.Calls via shortcut-copy, token "t0k"
+}
+
 // Shutdown stops accepting calls at once and waits for those in flight.
 func ExampleServer_Shutdown() {
 	srv := dispatch.NewServer()

@@ -104,18 +104,38 @@ func WithIdleTimeout(d time.Duration) ServerOption {
 	})
 }
 
-// WithInterceptors appends interceptors to the server's chain. They wrap
-// every call on every path, the first given outermost.
-func WithInterceptors(ics ...Interceptor) ServerOption {
-	return serverOption(func(o *serverOptions) {
-		for i, ic := range ics {
-			if ic == nil {
-				o.problems.Refuse("WithInterceptors", fmt.Sprintf("interceptor %d is nil", i))
-				continue
-			}
-			o.interceptors = append(o.interceptors, ic)
+// interceptorsOption is WithInterceptors': one option for both ends.
+type interceptorsOption []Interceptor
+
+func (o interceptorsOption) applyServer(s *serverOptions) {
+	s.interceptors = appendInterceptors(s.interceptors, o, &s.problems)
+}
+
+func (o interceptorsOption) applyClient(c *clientOptions) {
+	c.interceptors = appendInterceptors(c.interceptors, o, &c.problems)
+}
+
+func appendInterceptors(to, ics []Interceptor, p *options.Problems) []Interceptor {
+	for i, ic := range ics {
+		if ic == nil {
+			p.Refuse("WithInterceptors", fmt.Sprintf("interceptor %d is nil", i))
+			continue
 		}
-	})
+		to = append(to, ic)
+	}
+	return to
+}
+
+// WithInterceptors appends interceptors to a chain, the first given
+// outermost. On a Server they wrap every call it serves, on every path,
+// around the handler; on a Client (Dial, NewClient) they wrap every call it
+// makes, on every path, around the call itself — the context next is given
+// is the one the call is made with, so a Client interceptor can add
+// metadata (WithMetadata) or a deadline. On both ends CallInfoFrom(ctx)
+// says which method is called and which path the call takes. A Client with
+// no interceptors pays nothing for them.
+func WithInterceptors(ics ...Interceptor) Option {
+	return interceptorsOption(ics)
 }
 
 // loggerOption is WithLogger's: one option for both ends.
@@ -151,10 +171,11 @@ func WithServerCodecs(cs ...codec.Codec) ServerOption {
 }
 
 type clientOptions struct {
-	codec    codec.Codec
-	shortcut ShortcutMode
-	logger   *slog.Logger
-	problems options.Problems
+	interceptors []Interceptor
+	codec        codec.Codec
+	shortcut     ShortcutMode
+	logger       *slog.Logger
+	problems     options.Problems
 }
 
 // WithCodec selects the codec of the client's requests (msgpack by default).

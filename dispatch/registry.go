@@ -27,7 +27,8 @@ type registry struct {
 
 // entry is one listener's registration.
 type entry struct {
-	srv *Server
+	srv  *Server
+	addr net.Addr // the listener's address, a shortcut handler's LocalAddr
 	// limit is the listener's frame limit (transport.FrameLimiter), 0 if
 	// it does not say: the shortcut applies it where the network would.
 	limit int
@@ -107,7 +108,7 @@ func (r *registry) lookupCached(k regKey, w transport.Wire, cache *atomic.Pointe
 // an earlier one whose Serve has not yet noticed it closed. A derived form
 // (localhost:P, say) taken by another live listener is left to it.
 func (r *registry) add(l transport.Listener, srv *Server) (remove func()) {
-	e := &entry{srv: srv, wire: wireOf(l)}
+	e := &entry{srv: srv, addr: l.Addr(), wire: wireOf(l)}
 	if e.wire.Protocol == "" {
 		// A listener that does not say what it speaks is reached by no
 		// client (Wire.Accepts), so it gets no entry — which would only

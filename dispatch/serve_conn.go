@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zerodial/transport"
@@ -23,6 +24,8 @@ import (
 type serverConn struct {
 	srv  *Server
 	sock transport.Socket
+	wire transport.Wire // what the listener it came from speaks; zero for ServeSocket's
+	info atomic.Pointer[connInfo]
 	msg  transport.Message // the reader's; one reader at a time
 	done chan struct{}     // closed when the connection is finished
 
@@ -43,6 +46,16 @@ type serverConn struct {
 	// idleAt is the read deadline the reader last set (armIdle); only the
 	// reader, one goroutine at a time, touches it.
 	idleAt time.Time
+}
+
+// connInfo returns what the connection's calls share of their CallInfo,
+// found on first use.
+func (c *serverConn) connInfo() *connInfo {
+	if ci := c.info.Load(); ci != nil {
+		return ci
+	}
+	c.info.CompareAndSwap(nil, newConnInfo(c.sock, c.wire))
+	return c.info.Load()
 }
 
 // armIdle keeps a read deadline WithIdleTimeout away, so that a peer that
@@ -157,6 +170,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 		}
 	}
 	call := &serverCall{callCtx: callCtx{md: md}, conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText, name: name}
+	call.describer = call
 	if t, ok := m.Header[rpcwire.Timeout]; ok {
 		d, err := rpcwire.ParseTimeout(t)
 		if err != nil {

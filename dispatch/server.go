@@ -261,6 +261,7 @@ func (s *Server) begin(l transport.Listener) (stop func(), err error) {
 func (s *Server) acceptLoop(l transport.Listener, stop func()) error {
 	defer stop()
 	var backoff time.Duration
+	wire := wireOf(l)
 	for {
 		sock, err := l.Accept()
 		if err != nil {
@@ -283,7 +284,7 @@ func (s *Server) acceptLoop(l transport.Listener, stop func()) error {
 			continue
 		}
 		backoff = 0
-		if !s.serveSocket(sock) {
+		if !s.serveSocket(sock, wire) {
 			sock.Close()
 			return ErrServerClosed
 		}
@@ -306,26 +307,27 @@ func (s *Server) ServeSocket(sock transport.Socket) {
 		sock.Close()
 		return
 	}
-	c := s.track(sock)
+	c := s.track(sock, transport.Wire{})
 	s.mu.Unlock()
 	s.work(c)
 	<-c.done
 }
 
-// serveSocket starts serving sock in the background.
-func (s *Server) serveSocket(sock transport.Socket) bool {
+// serveSocket starts serving sock, accepted from a listener speaking wire,
+// in the background.
+func (s *Server) serveSocket(sock transport.Socket, wire transport.Wire) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
-	s.work(s.track(sock))
+	s.work(s.track(sock, wire))
 	return true
 }
 
 // track registers a connection; s.mu is held.
-func (s *Server) track(sock transport.Socket) *serverConn {
-	c := &serverConn{srv: s, sock: sock, calls: make(map[uint64]*serverCall), done: make(chan struct{})}
+func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
+	c := &serverConn{srv: s, sock: sock, wire: wire, calls: make(map[uint64]*serverCall), done: make(chan struct{})}
 	if d := s.opts.replyTimeout; d > 0 {
 		c.watchdog = newReplyWatchdog(d, c.stalled)
 	}

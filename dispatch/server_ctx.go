@@ -32,6 +32,12 @@ type serverCall struct {
 	timer       *time.Timer
 }
 
+// describe is the CallInfo of a network call, as its handler sees it.
+func (c *serverCall) describe() *CallInfo {
+	ci := c.conn.connInfo()
+	return &CallInfo{Method: c.name, Path: ci.path, LocalAddr: ci.local, RemoteAddr: ci.peer, TLS: ci.tls}
+}
+
 // setDeadline starts the timer that ends the call at d.
 func (c *serverCall) setDeadline(d time.Duration) {
 	c.deadline = time.Now().Add(d)

@@ -21,7 +21,9 @@ import (
 // waits for the calls in flight, it answers CodeUnavailable, as a connection
 // still open to the Server does; once the Server has stopped, it reports
 // false, and the call goes to the transport, as a network call would redial.
-func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, reply any) (handled bool, err error) {
+//
+// info, when not nil, is told the path the call takes.
+func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, reply any, info *CallInfo) (handled bool, err error) {
 	srv := e.srv
 	c.reached.Store(srv)
 	if !srv.gate.enter() {
@@ -42,10 +44,16 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 	}
 	if c.opts.shortcut == ShortcutDirect {
 		if m, _ := c.method(srv, name); m != nil && m.borrows {
-			if ok, err := c.direct(ctx, srv, m, args, reply); ok {
+			if ok, err := c.direct(ctx, e, m, args, reply); ok {
+				if info != nil {
+					info.Path = PathShortcutDirect
+				}
 				return true, c.finish(ctx, srv, reply, err)
 			}
 		}
+	}
+	if info != nil {
+		info.Path = PathShortcutCopy
 	}
 	return true, c.finish(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply))
 }
@@ -79,7 +87,7 @@ func errOf(e *Error) error {
 // shortcutCtx to end when the call returns (nil if none). A method that
 // cannot see its context (no context parameter, no interceptors) gets the
 // caller's, which nobody observes, at no cost.
-func (c *Client) handlerCtx(ctx context.Context, srv *Server, m *method) (context.Context, *shortcutCtx) {
+func (c *Client) handlerCtx(ctx context.Context, e *entry, m *method, path Path) (context.Context, *shortcutCtx) {
 	if !m.seesCtx {
 		return ctx, nil
 	}
@@ -89,8 +97,9 @@ func (c *Client) handlerCtx(ctx context.Context, srv *Server, m *method) (contex
 	} else {
 		md = maps.Clone(md) // the handler's own, as on the network
 	}
-	sc := &shortcutCtx{callCtx: callCtx{md: md}, parent: ctx, client: c, srv: srv}
+	sc := &shortcutCtx{callCtx: callCtx{md: md}, parent: ctx, client: c, srv: e.srv, ent: e, name: m.name, path: path}
 	sc.hook = sc
+	sc.describer = sc
 	return sc, sc
 }
 
@@ -98,9 +107,9 @@ func (c *Client) handlerCtx(ctx context.Context, srv *Server, m *method) (contex
 // context, and ends that context when the call returns, as the network
 // does once the reply is sent. It runs the handler on the caller's
 // goroutine, for calls whose context cannot end.
-func (c *Client) invoke(ctx context.Context, srv *Server, m *method, args, reply any) *Error {
-	hctx, sc := c.handlerCtx(ctx, srv, m)
-	e := srv.invoke(hctx, m, args, reply)
+func (c *Client) invoke(ctx context.Context, ent *entry, m *method, path Path, args, reply any) *Error {
+	hctx, sc := c.handlerCtx(ctx, ent, m, path)
+	e := ent.srv.invoke(hctx, m, args, reply)
 	if sc != nil {
 		sc.finish()
 	}
@@ -114,12 +123,13 @@ func (c *Client) invoke(ctx context.Context, srv *Server, m *method, args, reply
 // ctx, or for the Client or the Server to stop, so that Call returns then,
 // as it does on the network; the handler's context ends at that moment too,
 // and the handler goes on with values the caller never sees again.
-func (c *Client) run(ctx context.Context, srv *Server, m *method, a, r any) (*Error, bool) {
+func (c *Client) run(ctx context.Context, ent *entry, m *method, path Path, a, r any) (*Error, bool) {
 	if ctx.Done() == nil {
-		return c.invoke(ctx, srv, m, a, r), true
+		return c.invoke(ctx, ent, m, path, a, r), true
 	}
+	srv := ent.srv
 	d := detachedCalls.Get().(*detachedCall)
-	hctx, hsc := c.handlerCtx(ctx, srv, m)
+	hctx, hsc := c.handlerCtx(ctx, ent, m, path)
 	d.srv, d.m, d.ctx, d.sctx, d.a, d.r = srv, m, hctx, hsc, a, r
 	srv.gate.join() // for the handler, which may outlive this call
 	srv.work(d)
@@ -144,7 +154,8 @@ func (c *Client) run(ctx context.Context, srv *Server, m *method, a, r any) (*Er
 // arguments cannot be deep-copied: the call then runs in copy mode, which
 // decodes exactly as the network would. Nothing is encoded, so the checks of
 // encoding and of frame sizes do not apply.
-func (c *Client) direct(ctx context.Context, srv *Server, m *method, args, reply any) (handled bool, err error) {
+func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply any) (handled bool, err error) {
+	srv := ent.srv
 	if c.ctype != codec.Msgpack.Name() { // every Server reads msgpack
 		if _, e := srv.codecFor(c.ctype); e != nil {
 			return true, e
@@ -157,13 +168,13 @@ func (c *Client) direct(ctx context.Context, srv *Server, m *method, args, reply
 	if ctx.Done() == nil {
 		// The call cannot end before the handler returns: lend it the
 		// caller's values.
-		return true, errOf(c.invoke(ctx, srv, m, a, reply))
+		return true, errOf(c.invoke(ctx, ent, m, PathShortcutDirect, a, reply))
 	}
 	ha, hr := m.newPair()
 	if m.copyArgs(ha, a) != nil {
 		return false, nil // an interface holding what cannot be copied
 	}
-	e, returned := c.run(ctx, srv, m, ha, hr)
+	e, returned := c.run(ctx, ent, m, PathShortcutDirect, ha, hr)
 	if !returned {
 		return true, ErrShutdown // finish puts ctx's error first
 	}
@@ -216,7 +227,7 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	if e := decodeArgs(cdc, m, body, a); e != nil {
 		return e
 	}
-	e, returned := c.run(ctx, srv, m, a, r)
+	e, returned := c.run(ctx, ent, m, PathShortcutCopy, a, r)
 	if !returned {
 		return ErrShutdown // finish puts ctx's error first
 	}

@@ -26,7 +26,8 @@ func (Arith) Multiply(args Args, reply *int) error { *reply = args.A * args.B; r
 func logging(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
 	start := time.Now()
 	err := next(ctx, args, reply)
-	slog.Debug("call", "method", method, "took", time.Since(start), "err", err)
+	info, _ := dispatch.CallInfoFrom(ctx) // the path: memory, tcp, mux, shortcut-copy, shortcut-direct
+	slog.Debug("call", "method", method, "path", info.Path, "peer", info.RemoteAddr, "took", time.Since(start), "err", err)
 	return err
 }
 

@@ -2,6 +2,7 @@ package frame
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -73,6 +74,15 @@ func (s *Socket) WithFrameTimeout(d time.Duration) *Socket {
 
 // Conn returns the connection under the socket.
 func (s *Socket) Conn() net.Conn { return s.conn }
+
+// TLS reports the connection's TLS state when it is a *tls.Conn
+// (transport.TLSReporter).
+func (s *Socket) TLS() (tls.ConnectionState, bool) {
+	if tc, ok := s.conn.(*tls.Conn); ok {
+		return tc.ConnectionState(), true
+	}
+	return tls.ConnectionState{}, false
+}
 
 // Send writes m as one frame.
 func (s *Socket) Send(m *transport.Message) error {

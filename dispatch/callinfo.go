@@ -1,0 +1,146 @@
+package dispatch
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"strings"
+	"sync/atomic"
+
+	"github.com/zerodial/transport"
+)
+
+// Path says which way a call went: the name of the transport that carried
+// it — "memory", "tcp", "mux", or another transport's String() — or one of
+// the shortcut's two ways. Metrics and logs label calls with it.
+type Path string
+
+// The shortcut's paths. A ShortcutDirect Client's calls to methods that do
+// not borrow (Borrows) run as ShortcutCopy does, and report
+// PathShortcutCopy.
+const (
+	// PathShortcutCopy is a call made on the shortcut in copy mode.
+	PathShortcutCopy Path = "shortcut-copy"
+	// PathShortcutDirect is a call made on the shortcut with the caller's
+	// own values (ShortcutDirect, to a method that borrows).
+	PathShortcutDirect Path = "shortcut-direct"
+)
+
+// IsShortcut reports whether p is one of the shortcut's paths.
+func (p Path) IsShortcut() bool { return p == PathShortcutCopy || p == PathShortcutDirect }
+
+// CallInfo describes one call, as either end sees it. CallInfoFrom returns
+// it to interceptors, on both ends, and to handlers.
+//
+// The peer of a shortcut call is the process itself: no connection exists,
+// so there is no handshake and no peer address. On the shortcut a handler
+// sees RemoteAddr ShortcutAddr and LocalAddr the address of the listener
+// the Client dialled, and TLS is nil even when the listener speaks TLS —
+// the shortcut is taken only when the Client's transport is configured as
+// the listener requires (TLS, a client certificate), but no certificate is
+// presented or verified. A handler that authorises by certificate must
+// decide what it grants its own process: a caller it can always trust,
+// since it runs the caller's code, or nothing, by refusing the shortcut
+// (Path.IsShortcut) or leaving WithShortcut off on the Clients.
+type CallInfo struct {
+	// Method is the method called, "Service.Method".
+	Method string
+	// Path is the way the call went. In a Client's interceptor, before
+	// next is called, it is the way the Client means to take; the Client
+	// corrects it if the call goes another way (a Server that stopped
+	// serving meanwhile sends a shortcut call to the network).
+	Path Path
+	// LocalAddr is this end's address: on a Server, the connection's local
+	// address, or on the shortcut the listener's; on a Client, nil.
+	LocalAddr net.Addr
+	// RemoteAddr is the other end's: on a Server, the connection's remote
+	// address, or ShortcutAddr; on a Client, the address dialled (its
+	// Network is the transport's name).
+	RemoteAddr net.Addr
+	// TLS is a Server's view of the connection's TLS state — the peer's
+	// certificates, verified as the listener's configuration requires —
+	// when the connection is TLS and the transport reports it
+	// (transport.TLSReporter); nil otherwise, on a Client, and on the
+	// shortcut.
+	TLS *tls.ConnectionState
+}
+
+// ShortcutAddr is the remote address of a shortcut call, as its handler
+// sees it: the calling process, which is this one.
+var ShortcutAddr net.Addr = shortcutAddr{}
+
+type shortcutAddr struct{}
+
+func (shortcutAddr) Network() string { return "shortcut" }
+func (shortcutAddr) String() string  { return "shortcut" }
+
+// dialAddr is a Client's RemoteAddr: the address it dials, on its
+// transport.
+type dialAddr struct{ network, addr string }
+
+func (a dialAddr) Network() string { return a.network }
+func (a dialAddr) String() string  { return a.addr }
+
+type callInfoKey struct{}
+
+// CallInfoFrom returns the call's CallInfo from the context of a handler, of
+// a Server's interceptor, or of a Client's interceptor; false for any other
+// context.
+func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
+	if ci, ok := ctx.Value(callInfoKey{}).(*CallInfo); ok && ci != nil {
+		return *ci, true
+	}
+	return CallInfo{}, false
+}
+
+// describer makes the CallInfo of a handler's context when it is first
+// asked for, so that calls that never ask pay nothing for it.
+type describer interface{ describe() *CallInfo }
+
+// lazyInfo is a handler context's CallInfo, made on first use.
+type lazyInfo struct {
+	p atomic.Pointer[CallInfo]
+}
+
+func (l *lazyInfo) get(d describer) *CallInfo {
+	if ci := l.p.Load(); ci != nil {
+		return ci
+	}
+	l.p.CompareAndSwap(nil, d.describe())
+	return l.p.Load()
+}
+
+// connInfo is what every call on one server connection shares of its
+// CallInfo, found once per connection.
+type connInfo struct {
+	path        Path
+	local, peer net.Addr
+	tls         *tls.ConnectionState
+}
+
+// newConnInfo describes sock, accepted from a listener speaking wire (zero
+// for ServeSocket's sockets).
+func newConnInfo(sock transport.Socket, wire transport.Wire) *connInfo {
+	ci := &connInfo{path: pathOfWire(wire, sock), local: sock.LocalAddr(), peer: sock.RemoteAddr()}
+	if tr, ok := sock.(transport.TLSReporter); ok {
+		if st, ok := tr.TLS(); ok {
+			ci.tls = &st
+		}
+	}
+	return ci
+}
+
+// pathOfWire names the transport of a connection: the protocol its
+// listener speaks without the version ("tcp/1" is "tcp"), which is the
+// transport's String() for this module's transports; for a socket of no
+// known listener, the network of its local address.
+func pathOfWire(w transport.Wire, sock transport.Socket) Path {
+	if w.Protocol != "" {
+		name, _, _ := strings.Cut(w.Protocol, "/")
+		return Path(name)
+	}
+	if a := sock.LocalAddr(); a != nil {
+		return Path(a.Network())
+	}
+	return ""
+}
