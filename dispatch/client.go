@@ -280,6 +280,7 @@ func (c *Client) call(ctx context.Context, serviceMethod string, args, reply any
 			}
 		} else if srv := c.reached.Load(); srv != nil && srv.isDraining() && !c.closedFlag.Load() {
 			zero(reply)
+			capturesOf(ctx).deliver(nil) // as the draining Server's reply would
 			return errShuttingDown
 		}
 	}

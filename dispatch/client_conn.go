@@ -43,10 +43,11 @@ type clientConn struct {
 
 // pending is a call waiting for its reply. Pooled: a call costs no channel.
 type pending struct {
-	name  string
-	reply any
-	err   error
-	done  chan struct{}
+	name    string
+	reply   any
+	capture *capture // where the reply's metadata goes; nil: nowhere
+	err     error
+	done    chan struct{}
 }
 
 // abandoned marks a sequence number whose caller gave up. The number is
@@ -109,7 +110,7 @@ func (cc *clientConn) fail(err error) {
 
 func (cc *clientConn) call(ctx context.Context, name string, args, reply any) error {
 	p := pendings.Get().(*pending)
-	p.name, p.reply, p.err = name, reply, nil
+	p.name, p.reply, p.err, p.capture = name, reply, nil, capturesOf(ctx)
 	cc.mu.Lock()
 	if err := cc.err; err != nil {
 		cc.mu.Unlock()
@@ -168,7 +169,7 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 }
 
 func release(p *pending) {
-	p.reply, p.err = nil, nil
+	p.reply, p.err, p.capture = nil, nil, nil
 	pendings.Put(p)
 }
 
@@ -363,6 +364,9 @@ func (cc *clientConn) readLoop() {
 			p.err = &Error{Code: Code(m.Header[rpcwire.ErrorCode]), Message: msg}
 		} else {
 			p.err = decodeReply(cc.codec, p.name, m.Body, p.reply)
+		}
+		if p.capture != nil {
+			p.capture.deliver(metadataOf(m.Header))
 		}
 		p.done <- struct{}{}
 	}

@@ -18,6 +18,10 @@ type callCtx struct {
 	// nothing.
 	describer describer
 	info      lazyInfo
+	// replyMD is the reply's metadata (SetReplyMetadata), under mu;
+	// replySealed, once the reply is being sent, refuses more.
+	replyMD     Metadata
+	replySealed bool
 
 	mu     sync.Mutex
 	done   chan struct{} // made by the first Done
@@ -90,8 +94,9 @@ func (c *callCtx) doneLocked() <-chan struct{} {
 	return c.done
 }
 
-// Value returns the caller's metadata for MetadataFrom and the call's
-// CallInfo for CallInfoFrom, and nothing else.
+// Value returns the caller's metadata for MetadataFrom, the call's
+// CallInfo for CallInfoFrom and the call itself for SetReplyMetadata, and
+// nothing else.
 func (c *callCtx) Value(key any) any {
 	switch key.(type) {
 	case incomingKey:
@@ -102,6 +107,8 @@ func (c *callCtx) Value(key any) any {
 		if c.describer != nil {
 			return c.info.get(c.describer)
 		}
+	case replyHolderKey:
+		return c
 	}
 	return nil
 }

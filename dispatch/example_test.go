@@ -313,6 +313,38 @@ func ExampleCallInfoFrom() {
 	// Who.Calls via shortcut-copy, token "t0k"
 }
 
+// A handler attaches metadata to its reply, and a caller that captures it
+// reads it, whichever path the call took.
+func ExampleSetReplyMetadata() {
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	err := dispatch.Handle(srv, "Quota.Use", func(ctx context.Context, n *int, left *int) error {
+		*left = 100 - *n
+		return dispatch.SetReplyMetadata(ctx, dispatch.Metadata{"quota-reset": "3600s"})
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("")
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	c, err := dispatch.Dial(context.Background(), tr, l.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	var md dispatch.Metadata
+	var left int
+	ctx := dispatch.CaptureReplyMetadata(context.Background(), &md)
+	if err := c.Call(ctx, "Quota.Use", 7, &left); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(left, md["quota-reset"])
+	// Output: 93 3600s
+}
+
 // Shutdown stops accepting calls at once and waits for those in flight.
 func ExampleServer_Shutdown() {
 	srv := dispatch.NewServer()

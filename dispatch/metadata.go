@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"maps"
 )
 
@@ -36,4 +37,87 @@ func outgoing(ctx context.Context) Metadata {
 func MetadataFrom(ctx context.Context) Metadata {
 	md, _ := ctx.Value(incomingKey{}).(Metadata)
 	return md
+}
+
+// errNoCall is SetReplyMetadata's error for a context that is not a
+// handler's.
+var errNoCall = errors.New("dispatch: SetReplyMetadata: the context is not a call's handler context")
+
+// errReplySent is SetReplyMetadata's error once the call has ended.
+var errReplySent = errors.New("dispatch: SetReplyMetadata: the call has ended; its reply is gone")
+
+type replyHolderKey struct{}
+
+// SetReplyMetadata attaches md to the reply of the call whose handler (or
+// Server interceptor) has ctx, merged over what was set before (md wins).
+// The caller receives it with CaptureReplyMetadata — with an error reply
+// too — on every path, under the same rules as request metadata: it is
+// copied, and on the network and in copy mode it counts towards the
+// reply's frame limit. It fails when ctx is not a handler's context, or
+// once the call has ended.
+func SetReplyMetadata(ctx context.Context, md Metadata) error {
+	c, ok := ctx.Value(replyHolderKey{}).(*callCtx)
+	if !ok || c == nil {
+		return errNoCall
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.replySealed {
+		return errReplySent
+	}
+	if c.replyMD == nil {
+		c.replyMD = make(Metadata, len(md))
+	}
+	maps.Copy(c.replyMD, md)
+	return nil
+}
+
+// sealReply returns the reply metadata set so far, and refuses any set
+// later: the reply is being sent.
+func (c *callCtx) sealReply() Metadata {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.replySealed = true
+	return c.replyMD
+}
+
+type captureKey struct{}
+
+// capture is one CaptureReplyMetadata, and those of the contexts it was
+// made from, which receive the reply's metadata too.
+type capture struct {
+	to     *Metadata
+	parent *capture
+}
+
+// CaptureReplyMetadata returns a context whose calls store their reply's
+// metadata (SetReplyMetadata) in *md when they return: a new map, or nil
+// when the reply carried none. A call that returns before its reply
+// arrives (its context ended, the connection failed) leaves *md as it was.
+// Captures nest: every capture of the contexts ctx was made from receives
+// the metadata as well, so a Client interceptor may capture it without
+// taking it from the caller. md must not be nil.
+func CaptureReplyMetadata(ctx context.Context, md *Metadata) context.Context {
+	if md == nil {
+		panic("dispatch: CaptureReplyMetadata with a nil *Metadata")
+	}
+	parent, _ := ctx.Value(captureKey{}).(*capture)
+	return context.WithValue(ctx, captureKey{}, &capture{to: md, parent: parent})
+}
+
+// capturesOf returns the captures of ctx, nil when it has none.
+func capturesOf(ctx context.Context) *capture {
+	c, _ := ctx.Value(captureKey{}).(*capture)
+	return c
+}
+
+// deliver stores md, copied for each, in every capture of c.
+func (c *capture) deliver(md Metadata) {
+	for ; c != nil; c = c.parent {
+		if md == nil {
+			*c.to = nil
+		} else {
+			*c.to = maps.Clone(md)
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,7 +140,7 @@ func (c *serverConn) finish() {
 func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *serverCall {
 	name := m.Header[rpcwire.ServiceMethod]
 	if !c.srv.gate.enter() {
-		c.reply(seqText, name, nil, nil, errShuttingDown)
+		c.reply(seqText, name, nil, nil, nil, errShuttingDown)
 		return nil
 	}
 	meth, e := c.srv.lookup(name)
@@ -155,26 +154,18 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 		e = decodeArgs(cdc, meth, m.Body, args)
 	}
 	if e != nil {
-		c.reply(seqText, name, nil, nil, e)
+		c.reply(seqText, name, nil, nil, nil, e)
 		c.srv.gate.leave()
 		return nil
 	}
 
-	var md Metadata
-	for k, v := range m.Header {
-		if key, ok := strings.CutPrefix(k, rpcwire.MetadataPrefix); ok {
-			if md == nil {
-				md = make(Metadata)
-			}
-			md[key] = v
-		}
-	}
+	md := metadataOf(m.Header)
 	call := &serverCall{callCtx: callCtx{md: md}, conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText, name: name}
 	call.describer = call
 	if t, ok := m.Header[rpcwire.Timeout]; ok {
 		d, err := rpcwire.ParseTimeout(t)
 		if err != nil {
-			c.reply(seqText, name, nil, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Timeout " + strconv.Quote(t)})
+			c.reply(seqText, name, nil, nil, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Timeout " + strconv.Quote(t)})
 			c.srv.gate.leave()
 			return nil
 		}
@@ -192,7 +183,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 	if refuse != nil {
 		c.mu.Unlock()
 		call.cancel(context.Canceled)
-		c.reply(seqText, name, nil, nil, refuse)
+		c.reply(seqText, name, nil, nil, nil, refuse)
 		c.srv.gate.leave()
 		return nil
 	}
@@ -221,7 +212,7 @@ func (call *serverCall) run() {
 		delete(c.calls, call.seq)
 		c.mu.Unlock()
 		call.cancel(context.Canceled)
-		c.reply(call.seqText, call.name, call.cdc, call.reply, e)
+		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)
 		c.mu.Lock()
 		if c.inflight--; c.inflight == 0 && c.srv.opts.idleTimeout > 0 {
 			c.quietSince = time.Now()
@@ -265,10 +256,10 @@ var responses = sync.Pool{New: func() any {
 // itself lets the collector free idle ones).
 const maxPooledBody = 2 << 20
 
-// reply sends the response to one call. A reply that cannot be encoded is
+// reply sends the response to one call, with its metadata md. A reply that cannot be encoded is
 // answered with an error instead; a reply that cannot be sent at all closes
 // the connection, so the caller sees a failure rather than waiting forever.
-func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, e *Error) {
+func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md Metadata, e *Error) {
 	r := responses.Get().(*response)
 	defer func() {
 		r.msg.Body = nil
@@ -287,6 +278,7 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, e *
 	}
 	r.buf = body
 	responseHeader(r.msg.Header, name, seqText, e)
+	addMetadata(r.msg.Header, md)
 	if e != nil {
 		body = body[:0]
 	}
@@ -296,8 +288,9 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, e *
 		return
 	}
 	if e == nil && isFrameTooLarge(err) {
-		// The connection is fine; only this reply is too big.
-		c.reply(seqText, name, nil, nil, replyTooLarge(name, err))
+		// The connection is fine; only this reply is too big. Its
+		// metadata stays behind, since it may be what is too big.
+		c.reply(seqText, name, nil, nil, nil, replyTooLarge(name, err))
 		return
 	}
 	c.sock.Close()

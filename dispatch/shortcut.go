@@ -26,9 +26,15 @@ import (
 func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, reply any, info *CallInfo) (handled bool, err error) {
 	srv := e.srv
 	c.reached.Store(srv)
+	var ans *answer
+	if capt := capturesOf(ctx); capt != nil {
+		ans = &answer{}
+		defer func() { ans.deliver(capt) }()
+	}
 	if !srv.gate.enter() {
 		if srv.isDraining() {
 			zero(reply)
+			ans.arrive(nil)
 			return true, errShuttingDown
 		}
 		return false, nil
@@ -44,29 +50,62 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 	}
 	if c.opts.shortcut == ShortcutDirect {
 		if m, _ := c.method(srv, name); m != nil && m.borrows {
-			if ok, err := c.direct(ctx, e, m, args, reply); ok {
+			if ok, err := c.direct(ctx, e, m, args, reply, ans); ok {
 				if info != nil {
 					info.Path = PathShortcutDirect
 				}
-				return true, c.finish(ctx, srv, reply, err)
+				return true, c.finish(ctx, srv, reply, err, ans)
 			}
 		}
 	}
 	if info != nil {
 		info.Path = PathShortcutCopy
 	}
-	return true, c.finish(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply))
+	return true, c.finish(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply, ans), ans)
+}
+
+// answer records, for a caller that captures reply metadata
+// (CaptureReplyMetadata), whether the call got the answer the network
+// would have carried back as a reply, and the metadata that reply would
+// have carried. A nil *answer records nothing.
+type answer struct {
+	arrived bool
+	md      Metadata
+}
+
+// arrive records a reply with metadata md.
+func (a *answer) arrive(md Metadata) {
+	if a != nil {
+		a.arrived, a.md = true, md
+	}
+}
+
+// lost records that the caller gets no reply after all: its context ended
+// first, or the Client or the Server stopped, as a connection would fail.
+func (a *answer) lost() {
+	if a != nil {
+		a.arrived, a.md = false, nil
+	}
+}
+
+// deliver gives the metadata of a reply that arrived to the captures.
+func (a *answer) deliver(c *capture) {
+	if a.arrived {
+		c.deliver(a.md)
+	}
 }
 
 // finish applies the rules the network path applies on the caller's side: a
 // context that ended first wins; a Client or Server that stopped meanwhile
 // fails the call, as a closed connection would; a failed call leaves *reply
 // zero.
-func (c *Client) finish(ctx context.Context, srv *Server, reply any, err error) error {
+func (c *Client) finish(ctx context.Context, srv *Server, reply any, err error, ans *answer) error {
 	if ctx.Err() != nil {
 		err = ctxError(ctx)
+		ans.lost()
 	} else if c.closedFlag.Load() || srv.stopped.Load() {
 		err = ErrShutdown
+		ans.lost()
 	}
 	if err != nil {
 		zero(reply)
@@ -107,13 +146,15 @@ func (c *Client) handlerCtx(ctx context.Context, e *entry, m *method, path Path)
 // context, and ends that context when the call returns, as the network
 // does once the reply is sent. It runs the handler on the caller's
 // goroutine, for calls whose context cannot end.
-func (c *Client) invoke(ctx context.Context, ent *entry, m *method, path Path, args, reply any) *Error {
+func (c *Client) invoke(ctx context.Context, ent *entry, m *method, path Path, args, reply any) (*Error, Metadata) {
 	hctx, sc := c.handlerCtx(ctx, ent, m, path)
 	e := ent.srv.invoke(hctx, m, args, reply)
+	var md Metadata
 	if sc != nil {
+		md = sc.sealReply()
 		sc.finish()
 	}
-	return e
+	return e, md
 }
 
 // run runs the call with the handler's own values a and r, and reports
@@ -123,9 +164,10 @@ func (c *Client) invoke(ctx context.Context, ent *entry, m *method, path Path, a
 // ctx, or for the Client or the Server to stop, so that Call returns then,
 // as it does on the network; the handler's context ends at that moment too,
 // and the handler goes on with values the caller never sees again.
-func (c *Client) run(ctx context.Context, ent *entry, m *method, path Path, a, r any) (*Error, bool) {
+func (c *Client) run(ctx context.Context, ent *entry, m *method, path Path, a, r any) (*Error, Metadata, bool) {
 	if ctx.Done() == nil {
-		return c.invoke(ctx, ent, m, path, a, r), true
+		e, md := c.invoke(ctx, ent, m, path, a, r)
+		return e, md, true
 	}
 	srv := ent.srv
 	d := detachedCalls.Get().(*detachedCall)
@@ -139,13 +181,13 @@ func (c *Client) run(ctx context.Context, ent *entry, m *method, path Path, a, r
 			if hsc != nil {
 				hsc.cancel(why)
 			}
-			return nil, false
+			return nil, nil, false
 		}
 		<-d.done // the handler returned meanwhile: take its answer
 	}
-	e := d.e
+	e, md := d.e, d.md
 	d.release()
-	return e, true
+	return e, md, true
 }
 
 // direct runs a call of m, a method that borrows (Borrows), with the
@@ -154,10 +196,11 @@ func (c *Client) run(ctx context.Context, ent *entry, m *method, path Path, a, r
 // arguments cannot be deep-copied: the call then runs in copy mode, which
 // decodes exactly as the network would. Nothing is encoded, so the checks of
 // encoding and of frame sizes do not apply.
-func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply any) (handled bool, err error) {
+func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply any, ans *answer) (handled bool, err error) {
 	srv := ent.srv
 	if c.ctype != codec.Msgpack.Name() { // every Server reads msgpack
 		if _, e := srv.codecFor(c.ctype); e != nil {
+			ans.arrive(nil)
 			return true, e
 		}
 	}
@@ -168,16 +211,19 @@ func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply 
 	if ctx.Done() == nil {
 		// The call cannot end before the handler returns: lend it the
 		// caller's values.
-		return true, errOf(c.invoke(ctx, ent, m, PathShortcutDirect, a, reply))
+		e, md := c.invoke(ctx, ent, m, PathShortcutDirect, a, reply)
+		ans.arrive(md)
+		return true, errOf(e)
 	}
 	ha, hr := m.newPair()
 	if m.copyArgs(ha, a) != nil {
 		return false, nil // an interface holding what cannot be copied
 	}
-	e, returned := c.run(ctx, ent, m, PathShortcutDirect, ha, hr)
+	e, md, returned := c.run(ctx, ent, m, PathShortcutDirect, ha, hr)
 	if !returned {
 		return true, ErrShutdown // finish puts ctx's error first
 	}
+	ans.arrive(md)
 	if e == nil {
 		m.moveReply(reply, hr)
 	}
@@ -190,7 +236,7 @@ var buffers = sync.Pool{New: func() any { return new([]byte) }}
 // the handler's own values, and the reply encoded and decoded into the
 // caller's, exactly as the network path would, so caller and handler share
 // no memory.
-func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, reply any) error {
+func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, reply any, ans *answer) error {
 	srv := ent.srv
 	bp := buffers.Get().(*[]byte)
 	defer func() {
@@ -215,6 +261,8 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 			return ErrShutdown // the server drops a connection that sends it an oversize frame
 		}
 	}
+	// From here on the Server answers, as it would with a reply.
+	ans.arrive(nil)
 	m, e := c.method(srv, name)
 	if e != nil {
 		return e
@@ -227,10 +275,11 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	if e := decodeArgs(cdc, m, body, a); e != nil {
 		return e
 	}
-	e, returned := c.run(ctx, ent, m, PathShortcutCopy, a, r)
+	e, md, returned := c.run(ctx, ent, m, PathShortcutCopy, a, r)
 	if !returned {
 		return ErrShutdown // finish puts ctx's error first
 	}
+	ans.arrive(md)
 	if e != nil {
 		return e
 	}
@@ -239,14 +288,17 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	if err != nil {
 		return encodeError(m.name, err)
 	}
-	if c.sizes(ctx, ent, name, body).near {
+	if c.sizes(ctx, ent, name, body).near || len(md) > 0 {
 		h := make(map[string]string)
 		responseHeader(h, name, "0", nil)
+		addMetadata(h, md)
 		resp := transport.Message{Header: h, Body: body}
 		if _, err := frame.Check(&resp, sizes.server); err != nil {
+			ans.arrive(nil) // the error reply goes without the metadata
 			return replyTooLarge(name, err)
 		}
 		if _, err := frame.Check(&resp, c.limit); err != nil {
+			ans.lost()
 			return ErrShutdown // the client drops a connection that sends it an oversize frame
 		}
 	}
@@ -283,6 +335,7 @@ type detachedCall struct {
 	sctx *shortcutCtx    // the handler's context, when it has its own
 	a, r any
 	e    *Error
+	md   Metadata // the reply's metadata, once the handler has returned
 
 	// state says who owns the call once the handler returns: the caller,
 	// while it waits (detachedRunning, then detachedReturned), or the
@@ -311,6 +364,7 @@ func (d *detachedCall) run() {
 			d.e = goexitError(d.m.name)
 		}
 		if d.sctx != nil {
+			d.md = d.sctx.sealReply()
 			d.sctx.finish()
 		}
 		// Answer before leaving the gate: a Shutdown that finds the gate

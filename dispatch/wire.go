@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/zerodial/transport/codec"
@@ -22,9 +23,29 @@ func requestHeader(ctx context.Context, h map[string]string, name, seqText, ctyp
 	if dl, ok := ctx.Deadline(); ok {
 		h[rpcwire.Timeout] = rpcwire.FormatTimeout(time.Until(dl))
 	}
-	for k, v := range outgoing(ctx) {
+	addMetadata(h, outgoing(ctx))
+}
+
+// addMetadata adds md to a message's headers, each key prefixed as WIRE.md
+// says: request metadata, and the reply's.
+func addMetadata(h map[string]string, md Metadata) {
+	for k, v := range md {
 		h[rpcwire.MetadataPrefix+k] = v
 	}
+}
+
+// metadataOf returns the metadata among a message's headers, nil if none.
+func metadataOf(h map[string]string) Metadata {
+	var md Metadata
+	for k, v := range h {
+		if key, ok := strings.CutPrefix(k, rpcwire.MetadataPrefix); ok {
+			if md == nil {
+				md = make(Metadata)
+			}
+			md[key] = v
+		}
+	}
+	return md
 }
 
 // responseHeader fills h with a response's headers.
