@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -196,4 +197,19 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Methods lists what the Server answers, sorted, however it was registered.
+func TestServerMethods(t *testing.T) {
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	assert.Empty(t, srv.Methods())
+	require.NoError(t, srv.Register(new(Arith)))
+	require.NoError(t, dispatch.Handle(srv, "Gen.Add", func(ctx context.Context, a *Args, r *int) error { return nil }))
+	ms := srv.Methods()
+	assert.Contains(t, ms, "Arith.Multiply")
+	assert.Contains(t, ms, "Gen.Add")
+	assert.True(t, slices.IsSorted(ms))
+	ms[0] = "changed"
+	assert.NotEqual(t, "changed", srv.Methods()[0], "the caller's own slice")
 }

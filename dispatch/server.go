@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,13 @@ func (s *Server) add(ms ...*method) error {
 	}
 	s.routes.Store(next)
 	return nil
+}
+
+// Methods returns the names of the methods registered, "Service.Method",
+// sorted: what the Server answers, for introspection (a debug page, a
+// health check listing services).
+func (s *Server) Methods() []string {
+	return slices.Sorted(maps.Keys(s.routes.Load().methods))
 }
 
 // chain wraps call in the interceptors, once, at registration, so a call

@@ -1,0 +1,15 @@
+// Package rpcdebug shows what a dispatch.Server serves and how its methods
+// fare, as net/rpc's /debug/rpc page does: every method registered, with
+// its calls, errors and latency, and the paths its calls took (memory,
+// tcp, mux, the shortcut's).
+//
+// Counting is an interceptor, so a Server that does not use this package
+// pays nothing for it:
+//
+//	stats := rpcdebug.New()
+//	srv := dispatch.NewServer(dispatch.WithInterceptors(stats.Interceptor()))
+//	http.Handle("/debug/rpc", stats.Handler(srv))
+//
+// The page is plain HTML (a table, no scripts); ask for text/plain in the
+// Accept header, or add ?format=text, for a text table.
+package rpcdebug

@@ -1,0 +1,90 @@
+package rpcdebug
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/zerodial/transport/dispatch"
+)
+
+// Handler returns an http.Handler that shows srv's methods with the
+// figures s has counted: an HTML table by default, a text table when the
+// request asks for text/plain (Accept) or has ?format=text.
+func (s *Stats) Handler(srv *dispatch.Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rows := s.Snapshot(srv)
+		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Query().Get("format") == "text" || strings.HasPrefix(r.Header.Get("Accept"), "text/plain") {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			writeText(w, rows)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if err := page.Execute(w, pageData{Rows: rows}); err != nil {
+			// Headers are out; all that is left is to stop writing.
+			return
+		}
+	})
+}
+
+// writeText writes rows as an aligned text table.
+func writeText(w io.Writer, rows []MethodStats) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "METHOD\tCALLS\tERRORS\tMEAN\tMAX\tPATHS")
+	for _, m := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", m.Method, m.Calls, m.Errors, round(m.Mean), round(m.Max), paths(m.Paths))
+	}
+	tw.Flush()
+}
+
+// round keeps three significant figures or so of a latency.
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(time.Microsecond)
+	}
+	return d
+}
+
+// paths lists the paths of a method's calls, "tcp=3 shortcut-copy=1",
+// sorted by path.
+func paths(p map[dispatch.Path]int64) string {
+	keys := make([]dispatch.Path, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%d", k, p[k])
+	}
+	if b.Len() == 0 {
+		return "-"
+	}
+	return b.String()
+}
+
+type pageData struct{ Rows []MethodStats }
+
+var page = template.Must(template.New("rpc").Funcs(template.FuncMap{"round": round, "paths": paths}).Parse(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Services</title>
+<style>body{font-family:sans-serif}table{border-collapse:collapse}th,td{padding:2px 10px;text-align:left}td.n{text-align:right}tr:nth-child(even){background:#f2f2f2}</style>
+</head><body>
+<h1>Services</h1>
+<table>
+<tr><th>Method</th><th>Calls</th><th>Errors</th><th>Mean</th><th>Max</th><th>Paths</th></tr>
+{{range .Rows}}<tr><td>{{.Method}}</td><td class="n">{{.Calls}}</td><td class="n">{{.Errors}}</td><td class="n">{{round .Mean}}</td><td class="n">{{round .Max}}</td><td>{{paths .Paths}}</td></tr>
+{{end}}</table>
+</body></html>
+`))
