@@ -1,0 +1,40 @@
+package health_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/health"
+	"github.com/zerodial/transport/memory"
+)
+
+// A Server with a health service, checked before and after Shutdown.
+func Example() {
+	h := health.NewServer()
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	if err := h.Register(srv); err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("")
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	c, err := dispatch.Dial(context.Background(), tr, l.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	s, _ := health.Check(context.Background(), c, "")
+	fmt.Println(s)
+	h.Shutdown() // before srv.Shutdown: balancers move away first
+	s, _ = health.Check(context.Background(), c, "")
+	fmt.Println(s)
+	// Output:
+	// SERVING
+	// NOT_SERVING
+}
