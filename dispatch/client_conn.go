@@ -368,6 +368,7 @@ func (cc *clientConn) readLoop() {
 		if p.capture != nil {
 			p.capture.deliver(metadataOf(m.Header))
 		}
+		shed(&m)
 		p.done <- struct{}{}
 	}
 }

@@ -248,3 +248,37 @@ func TestHalfFrameIsDropped(t *testing.T) {
 	_, err = io.Copy(io.Discard, conn) // the server's preface, then the end
 	require.NoError(t, err, "the connection was not closed by the server")
 }
+
+// A large request, once answered, is not kept by the connection that read
+// it, nor its large reply by the Client: an ordinary client that makes one
+// call of megabytes and then idles pins nothing (before, both readers kept
+// the message's buffer until the connection closed).
+func TestLargeMessagesAreNotKept(t *testing.T) {
+	srv := dispatch.NewServer()
+	require.NoError(t, dispatch.Handle(srv, "Blob.Echo", func(ctx context.Context, b *[]byte, r *[]byte) error { *r = *b; return nil }))
+	addr := serve(t, srv, tcp.New(), "127.0.0.1:0")
+	c, err := dispatch.Dial(context.Background(), tcp.New(), addr)
+	require.NoError(t, err)
+	defer c.Close()
+	heap := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	small := []byte("hi")
+	for range 10 {
+		require.NoError(t, c.Call(context.Background(), "Blob.Echo", small, new([]byte)))
+	}
+	before := heap()
+	big := make([]byte, 3<<20) // above every buffer kept on purpose (2 MiB)
+	var got []byte
+	require.NoError(t, c.Call(context.Background(), "Blob.Echo", big, &got))
+	require.Len(t, got, len(big))
+	big, got = nil, nil
+	require.NoError(t, c.Call(context.Background(), "Blob.Echo", small, new([]byte)))
+	assert.Less(t, heap()-before, int64(1<<20), "bytes still held after a 3 MiB call")
+	runtime.KeepAlive(big)
+	runtime.KeepAlive(got)
+}

@@ -114,7 +114,9 @@ func (c *serverConn) run() {
 			c.cancel(seq)
 			continue
 		}
-		if call := c.start(m, seq, seqText); call != nil {
+		call := c.start(m, seq, seqText)
+		shed(m) // decoded: what a large request held is not kept
+		if call != nil {
 			c.srv.work(c)
 			call.run()
 			return

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/rpcwire"
 )
@@ -106,4 +107,24 @@ func replyTooLarge(name string, err error) *Error {
 // transport's frame limit.
 func argsTooLarge(name string, err error) error {
 	return fmt.Errorf("dispatch: arguments of %s: %w", name, err)
+}
+
+// Bounds on what a connection's reader keeps of a message it has handled,
+// for the next: enough that ordinary messages reuse it all and allocate
+// nothing, while a request or reply of megabytes, or of a thousand
+// headers, is not pinned for as long as the connection lives (an idle
+// connection may live for minutes; a mux session holds thousands).
+const (
+	keptBody    = 64 << 10
+	keptHeaders = 32
+)
+
+// shed drops what m holds beyond those bounds, once it has been handled.
+func shed(m *transport.Message) {
+	if cap(m.Body) > keptBody {
+		m.Body = nil
+	}
+	if len(m.Header) > keptHeaders {
+		m.Header = nil // the reader makes a new map
+	}
 }
