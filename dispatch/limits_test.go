@@ -282,3 +282,53 @@ func TestLargeMessagesAreNotKept(t *testing.T) {
 	runtime.KeepAlive(big)
 	runtime.KeepAlive(got)
 }
+
+// A peer that sends large requests and never reads its replies holds no
+// more bytes than WithMaxBytesPerConn (here four requests' worth), however
+// many calls the call limit would allow; the calls past it are turned away
+// with CodeResourceExhausted. One call larger than the bound is still
+// served.
+func TestBytesPerConnAreBounded(t *testing.T) {
+	srv := dispatch.NewServer(dispatch.WithMaxBytesPerConn(256<<10), dispatch.WithReplyTimeout(time.Minute))
+	require.NoError(t, dispatch.Handle(srv, "Blob.Echo", func(ctx context.Context, b *[]byte, r *[]byte) error { *r = *b; return nil }))
+	tr := memory.New()
+	addr := serve(t, srv, tr, "")
+
+	c, err := dispatch.Dial(context.Background(), tr, addr)
+	require.NoError(t, err)
+	var got []byte
+	require.NoError(t, c.Call(context.Background(), "Blob.Echo", make([]byte, 1<<20), &got), "a lone call over the bound")
+	assert.Len(t, got, 1<<20)
+	c.Close()
+
+	before := runtime.NumGoroutine()
+	sock, err := tr.Dial(context.Background(), addr)
+	require.NoError(t, err)
+	body, err := codec.Msgpack.Marshal(make([]byte, 64<<10))
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			m := &transport.Message{Header: map[string]string{"Service-Method": "Blob.Echo", "Seq": strconv.Itoa(i)}, Body: body}
+			if sock.Send(m) != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // the server takes what it will
+	assert.LessOrEqual(t, runtime.NumGoroutine()-before, 4+10, "goroutines held by one peer that does not read")
+	var m transport.Message
+	refused := 0
+	for range 200 {
+		require.NoError(t, sock.Recv(&m))
+		if m.Header["Error-Code"] == string(dispatch.CodeResourceExhausted) {
+			refused++
+			assert.Contains(t, m.Header["Error"], "too many bytes in flight on this connection (limit 262144)")
+			break
+		}
+	}
+	assert.Positive(t, refused, "calls past the bound are turned away")
+	sock.Close()
+	recv(t, done, waitLong, "the sender to stop")
+}

@@ -28,6 +28,7 @@ type serverOptions struct {
 	logger       *slog.Logger
 	codecs       map[string]codec.Codec
 	maxConnCalls int
+	maxConnBytes int64
 	replyTimeout time.Duration
 	idleTimeout  time.Duration
 	problems     options.Problems // invalid options, reported by Serve and Start
@@ -58,6 +59,29 @@ func WithMaxCallsPerConn(n int) ServerOption {
 			return
 		}
 		o.maxConnCalls = n
+	})
+}
+
+// DefaultMaxBytesPerConn is how many bytes of requests and replies one
+// connection may make the server hold at once unless WithMaxBytesPerConn
+// says otherwise: 64 MiB.
+const DefaultMaxBytesPerConn = 64 << 20
+
+// WithMaxBytesPerConn bounds the bytes one network connection may make the
+// server hold: the request bodies of its calls in flight (their decoded
+// arguments are of the same order) and the replies waiting to be written
+// to it. A call that would pass the bound is answered at once with
+// CodeResourceExhausted, unless it is the connection's only call, which is
+// always admitted (the frame limit bounds it). Without it, WithMaxCallsPerConn
+// alone lets a peer that stops reading make the server hold thousands of
+// calls of up to the frame limit each. n must be at least 1.
+func WithMaxBytesPerConn(n int64) ServerOption {
+	return serverOption(func(o *serverOptions) {
+		if n < 1 {
+			o.problems.Invalid("WithMaxBytesPerConn", n, "must be at least 1")
+			return
+		}
+		o.maxConnBytes = n
 	})
 }
 
@@ -253,6 +277,7 @@ func newServerOptions(opts []ServerOption) serverOptions {
 		logger:       slog.New(slog.DiscardHandler),
 		codecs:       map[string]codec.Codec{codec.Msgpack.Name(): codec.Msgpack},
 		maxConnCalls: DefaultMaxCallsPerConn,
+		maxConnBytes: DefaultMaxBytesPerConn,
 		replyTimeout: DefaultReplyTimeout,
 		idleTimeout:  DefaultIdleTimeout,
 	}

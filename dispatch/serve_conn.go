@@ -34,6 +34,10 @@ type serverConn struct {
 	// counts until its reply is written, so that a peer that does not read
 	// its replies cannot make the server hold more than the limit of them.
 	inflight int
+	// bytes counts the request bodies of the calls in flight and the
+	// replies being written: what a peer makes the server hold, which
+	// WithMaxBytesPerConn bounds. Atomic, so that replies need no lock.
+	bytes atomic.Int64
 
 	// watchdog closes the connection when its replies stop going out
 	// (WithReplyTimeout); nil when the timeout is off.
@@ -181,6 +185,11 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 	} else if c.inflight >= c.srv.opts.maxConnCalls {
 		refuse = &Error{Code: CodeResourceExhausted, Message: "dispatch: too many calls in flight on this connection (limit " +
 			strconv.Itoa(c.srv.opts.maxConnCalls) + ")"}
+	} else if size := int64(len(m.Body)); c.inflight > 0 && c.bytes.Load()+size > c.srv.opts.maxConnBytes {
+		// One call is always admitted, however large: the frame limit
+		// bounds it.
+		refuse = &Error{Code: CodeResourceExhausted, Message: "dispatch: too many bytes in flight on this connection (limit " +
+			strconv.FormatInt(c.srv.opts.maxConnBytes, 10) + ")"}
 	}
 	if refuse != nil {
 		c.mu.Unlock()
@@ -191,6 +200,8 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 	}
 	c.calls[seq] = call
 	c.inflight++
+	call.size = int64(len(m.Body))
+	c.bytes.Add(call.size)
 	c.mu.Unlock()
 
 	return call
@@ -215,6 +226,7 @@ func (call *serverCall) run() {
 		c.mu.Unlock()
 		call.cancel(context.Canceled)
 		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)
+		c.bytes.Add(-call.size)
 		c.mu.Lock()
 		if c.inflight--; c.inflight == 0 && c.srv.opts.idleTimeout > 0 {
 			c.quietSince = time.Now()
@@ -285,7 +297,10 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md 
 		body = body[:0]
 	}
 	r.msg.Body = body
+	n := int64(len(body))
+	c.bytes.Add(n)
 	err := c.sendBounded(&r.msg)
+	c.bytes.Add(-n)
 	if err == nil {
 		return
 	}

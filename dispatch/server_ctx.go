@@ -26,6 +26,7 @@ type serverCall struct {
 	seq     uint64
 	seqText string
 	name    string
+	size    int64 // the request's body, counted in the connection's bytes
 
 	deadline    time.Time
 	hasDeadline bool
