@@ -93,21 +93,44 @@ func CallInfoFrom(ctx context.Context) (CallInfo, bool) {
 	return CallInfo{}, false
 }
 
-// describer makes the CallInfo of a handler's context when it is first
-// asked for, so that calls that never ask pay nothing for it.
-type describer interface{ describe() *CallInfo }
-
-// lazyInfo is a handler context's CallInfo, made on first use.
-type lazyInfo struct {
-	p atomic.Pointer[CallInfo]
+// callExtra is what a handler's context holds only for calls that use it:
+// its CallInfo, made when first asked for, and the reply's metadata. It is
+// allocated on first use, so that a call that uses neither pays one
+// pointer for them.
+type callExtra struct {
+	info atomic.Pointer[CallInfo]
+	// replyMD is the reply's metadata (SetReplyMetadata) and sealed says
+	// the reply is being sent, after which no more is taken; both under
+	// the callCtx's mu.
+	replyMD Metadata
+	sealed  bool
 }
 
-func (l *lazyInfo) get(d describer) *CallInfo {
-	if ci := l.p.Load(); ci != nil {
+// sealedEmpty marks the reply of a call that set no metadata as sent,
+// without allocating a callExtra for it. It is never written.
+var sealedEmpty = &callExtra{sealed: true}
+
+// extra returns c's callExtra, making it if need be; sealedEmpty once the
+// reply of a call without metadata is sent.
+func (c *callCtx) extra() *callExtra {
+	if e := c.ext.Load(); e != nil {
+		return e
+	}
+	c.ext.CompareAndSwap(nil, new(callExtra))
+	return c.ext.Load()
+}
+
+// callInfo returns the CallInfo describe makes, made once per call.
+func (c *callCtx) callInfo(describe func() *CallInfo) *CallInfo {
+	e := c.extra()
+	if e == sealedEmpty {
+		return describe() // the call has ended: nothing more is kept
+	}
+	if ci := e.info.Load(); ci != nil {
 		return ci
 	}
-	l.p.CompareAndSwap(nil, d.describe())
-	return l.p.Load()
+	e.info.CompareAndSwap(nil, describe())
+	return e.info.Load()
 }
 
 // connInfo is what every call on one server connection shares of its

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,15 +14,8 @@ import (
 // with the call it belongs to; its Done channel is made only if asked for.
 type callCtx struct {
 	md Metadata
-	// describer makes the call's CallInfo, kept in info, when first asked
-	// for (CallInfoFrom). An interface, so that setting it allocates
-	// nothing.
-	describer describer
-	info      lazyInfo
-	// replyMD is the reply's metadata (SetReplyMetadata), under mu;
-	// replySealed, once the reply is being sent, refuses more.
-	replyMD     Metadata
-	replySealed bool
+	// ext holds what only some calls use (CallInfo, reply metadata).
+	ext atomic.Pointer[callExtra]
 
 	mu     sync.Mutex
 	done   chan struct{} // made by the first Done
@@ -94,18 +88,14 @@ func (c *callCtx) doneLocked() <-chan struct{} {
 	return c.done
 }
 
-// Value returns the caller's metadata for MetadataFrom, the call's
-// CallInfo for CallInfoFrom and the call itself for SetReplyMetadata, and
-// nothing else.
+// Value returns the caller's metadata for MetadataFrom and the call itself
+// for SetReplyMetadata, and nothing else; serverCall and shortcutCtx add
+// the call's CallInfo.
 func (c *callCtx) Value(key any) any {
 	switch key.(type) {
 	case incomingKey:
 		if c.md != nil {
 			return c.md
-		}
-	case callInfoKey:
-		if c.describer != nil {
-			return c.info.get(c.describer)
 		}
 	case replyHolderKey:
 		return c
@@ -149,18 +139,28 @@ type shortcutCtx struct {
 	callCtx
 	parent  context.Context
 	client  *Client
-	srv     *Server
 	watched bool        // registered with client and srv for their Close
+	direct  bool        // the call lends the caller's values (PathShortcutDirect)
 	stop    func() bool // ends the watch on parent
+	ent     *entry      // the registration the Client reached the Server through
+	m       *method     // the method called
+}
 
-	ent  *entry // the registration the Client reached srv through
-	name string // the method called
-	path Path
+// Value adds the call's CallInfo to callCtx's values.
+func (c *shortcutCtx) Value(key any) any {
+	if _, ok := key.(callInfoKey); ok {
+		return c.callInfo(c.describe)
+	}
+	return c.callCtx.Value(key)
 }
 
 // describe is the CallInfo of a shortcut call, as its handler sees it.
 func (c *shortcutCtx) describe() *CallInfo {
-	return &CallInfo{Method: c.name, Path: c.path, LocalAddr: c.ent.addr, RemoteAddr: ShortcutAddr}
+	path := PathShortcutCopy
+	if c.direct {
+		path = PathShortcutDirect
+	}
+	return &CallInfo{Method: c.m.name, Path: path, LocalAddr: c.ent.addr, RemoteAddr: ShortcutAddr}
 }
 
 func (c *shortcutCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
@@ -173,7 +173,7 @@ func (c *shortcutCtx) checkLocked() ([]*afterFunc, endHook, bool) {
 	if err := c.parent.Err(); err != nil {
 		return c.cancelLocked(err)
 	}
-	if c.client.closedFlag.Load() || c.srv.stopped.Load() {
+	if c.client.closedFlag.Load() || c.ent.srv.stopped.Load() {
 		return c.cancelLocked(context.Canceled)
 	}
 	return nil, nil, false
@@ -210,9 +210,9 @@ func (c *shortcutCtx) Done() <-chan struct{} {
 	}
 	if first {
 		c.client.watch(c)
-		c.srv.watch(c)
+		c.ent.srv.watch(c)
 		// Either may have stopped while we registered.
-		if c.client.closedFlag.Load() || c.srv.stopped.Load() {
+		if c.client.closedFlag.Load() || c.ent.srv.stopped.Load() {
 			c.cancel(context.Canceled)
 		}
 		// The context may have ended meanwhile, and ended's unwatch run
@@ -222,7 +222,7 @@ func (c *shortcutCtx) Done() <-chan struct{} {
 		c.mu.Unlock()
 		if over {
 			c.client.unwatch(c)
-			c.srv.unwatch(c)
+			c.ent.srv.unwatch(c)
 		}
 	}
 	return ch
@@ -251,7 +251,7 @@ func (c *shortcutCtx) ended() {
 	}
 	if watched {
 		c.client.unwatch(c)
-		c.srv.unwatch(c)
+		c.ent.srv.unwatch(c)
 	}
 }
 

@@ -62,23 +62,29 @@ func SetReplyMetadata(ctx context.Context, md Metadata) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.replySealed {
+	e := c.extra()
+	if e.sealed {
 		return errReplySent
 	}
-	if c.replyMD == nil {
-		c.replyMD = make(Metadata, len(md))
+	if e.replyMD == nil {
+		e.replyMD = make(Metadata, len(md))
 	}
-	maps.Copy(c.replyMD, md)
+	maps.Copy(e.replyMD, md)
 	return nil
 }
 
 // sealReply returns the reply metadata set so far, and refuses any set
-// later: the reply is being sent.
+// later: the reply is being sent. A call that set none costs no
+// allocation.
 func (c *callCtx) sealReply() Metadata {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.replySealed = true
-	return c.replyMD
+	if c.ext.CompareAndSwap(nil, sealedEmpty) {
+		return nil
+	}
+	e := c.ext.Load()
+	e.sealed = true
+	return e.replyMD
 }
 
 type captureKey struct{}

@@ -41,6 +41,7 @@ func replyMDServer(t *testing.T) *dispatch.Server {
 	require.NoError(t, dispatch.Handle(srv, "MD.Slow", func(ctx context.Context, _ *struct{}, reply *int) error {
 		_ = dispatch.SetReplyMetadata(ctx, dispatch.Metadata{"late": "yes"})
 		<-ctx.Done()
+		time.Sleep(100 * time.Millisecond) // the reply comes after the caller gave up
 		return ctx.Err()
 	}, dispatch.Borrows()))
 	require.NoError(t, dispatch.Handle(srv, "MD.Late", func(ctx context.Context, _ *struct{}, reply *int) error {

@@ -167,7 +167,6 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 
 	md := metadataOf(m.Header)
 	call := &serverCall{callCtx: callCtx{md: md}, conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText, name: name}
-	call.describer = call
 	if t, ok := m.Header[rpcwire.Timeout]; ok {
 		d, err := rpcwire.ParseTimeout(t)
 		if err != nil {

@@ -33,6 +33,14 @@ type serverCall struct {
 	timer       *time.Timer
 }
 
+// Value adds the call's CallInfo to callCtx's values.
+func (c *serverCall) Value(key any) any {
+	if _, ok := key.(callInfoKey); ok {
+		return c.callInfo(c.describe)
+	}
+	return c.callCtx.Value(key)
+}
+
 // describe is the CallInfo of a network call, as its handler sees it.
 func (c *serverCall) describe() *CallInfo {
 	ci := c.conn.connInfo()

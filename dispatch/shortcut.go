@@ -136,9 +136,8 @@ func (c *Client) handlerCtx(ctx context.Context, e *entry, m *method, path Path)
 	} else {
 		md = maps.Clone(md) // the handler's own, as on the network
 	}
-	sc := &shortcutCtx{callCtx: callCtx{md: md}, parent: ctx, client: c, srv: e.srv, ent: e, name: m.name, path: path}
+	sc := &shortcutCtx{callCtx: callCtx{md: md}, parent: ctx, client: c, ent: e, m: m, direct: path == PathShortcutDirect}
 	sc.hook = sc
-	sc.describer = sc
 	return sc, sc
 }
 
