@@ -34,6 +34,7 @@ type setupFunc func(tb testing.TB, sz size) (newCaller func() callFunc)
 type impl struct {
 	name  string
 	setup setupFunc
+	sizes []size // the sizes BenchmarkUnary and TestImpls run it at
 }
 
 // implOrder is the order of the implementations in every benchmark and in
@@ -48,11 +49,15 @@ var implOrder = []string{
 	"zerodial-memory",
 	"zerodial-tcp",
 	"zerodial-mux",
+	"zerodial-copy-otel",
+	"zerodial-memory-otel",
+	"zerodial-mux-otel",
 	"netrpc-pipe",
 	"netrpc-tcp",
 	"netrpc-yamux",
 	"msgpackrpc-yamux",
 	"grpc-tcp",
+	"grpc-tcp-otel",
 	"grpc-bufconn",
 	"grpc-inproc",
 	"floor-reflect",
@@ -63,16 +68,21 @@ var implOrder = []string{
 var (
 	registryMu sync.Mutex
 	registry   = map[string]setupFunc{}
+	onlySizes  = map[string][]size{}
 )
 
 // register adds an implementation; each file registers its own in init.
-func register(name string, setup setupFunc) {
+// BenchmarkUnary runs it at every size, or at only those given.
+func register(name string, setup setupFunc, only ...size) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if _, dup := registry[name]; dup {
 		panic("bench: " + name + " registered twice")
 	}
 	registry[name] = setup
+	if len(only) > 0 {
+		onlySizes[name] = only
+	}
 }
 
 // impls returns the registered implementations in implOrder.
@@ -82,7 +92,11 @@ func impls() []impl {
 	var out []impl
 	for _, name := range implOrder {
 		if s, ok := registry[name]; ok {
-			out = append(out, impl{name, s})
+			szs, only := onlySizes[name]
+			if !only {
+				szs = sizes
+			}
+			out = append(out, impl{name, s, szs})
 		}
 	}
 	return out
@@ -94,7 +108,7 @@ const parallelCallers = 64
 func BenchmarkUnary(b *testing.B) {
 	for _, im := range impls() {
 		b.Run(im.name, func(b *testing.B) {
-			for _, sz := range sizes {
+			for _, sz := range im.sizes {
 				b.Run(sz.name, func(b *testing.B) {
 					call := im.setup(b, sz)()
 					runUnary(b, call, sz)

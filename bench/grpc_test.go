@@ -115,8 +115,8 @@ func grpcCaller(cc grpc.ClientConnInterface) func() callFunc {
 }
 
 // serveGRPC serves Arith on l until the cleanup stops the server.
-func serveGRPC(tb testing.TB, l net.Listener) {
-	srv := grpc.NewServer()
+func serveGRPC(tb testing.TB, l net.Listener, opts ...grpc.ServerOption) {
+	srv := grpc.NewServer(opts...)
 	srv.RegisterService(&arithServiceDesc, grpcArith{new(Arith)})
 	done := make(chan struct{})
 	go func() {
@@ -144,12 +144,18 @@ func dialGRPC(tb testing.TB, target string, opts ...grpc.DialOption) func() call
 
 // setupGRPCTCP: grpc-go over loopback TCP (HTTP/2, one connection).
 func setupGRPCTCP(tb testing.TB, _ size) func() callFunc {
+	return grpcTCP(tb, nil, nil)
+}
+
+// grpcTCP serves Arith over loopback TCP with the server options and dials
+// it with the dial options.
+func grpcTCP(tb testing.TB, server []grpc.ServerOption, dial []grpc.DialOption) func() callFunc {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	serveGRPC(tb, ln)
-	return dialGRPC(tb, "passthrough:///"+ln.Addr().String())
+	serveGRPC(tb, ln, server...)
+	return dialGRPC(tb, "passthrough:///"+ln.Addr().String(), dial...)
 }
 
 // setupGRPCBufconn: grpc-go over grpc's in-memory bufconn listener: the

@@ -34,7 +34,7 @@ func TestImpls(t *testing.T) {
 	ctx := context.Background()
 	for _, im := range impls() {
 		t.Run(im.name, func(t *testing.T) {
-			for _, sz := range sizes {
+			for _, sz := range im.sizes {
 				t.Run(sz.name, func(t *testing.T) {
 					call := im.setup(t, sz)()
 					for i := range int64(3) {

@@ -39,37 +39,50 @@ import (
 
 func init() {
 	register("zerodial-direct", func(tb testing.TB, _ size) func() callFunc {
-		return zerodialShortcut(tb, dispatch.ShortcutDirect, registerReflect)
+		return zerodialShortcut(tb, dispatch.ShortcutDirect, registerReflect, ends{})
 	})
 	register("zerodial-direct-generic", func(tb testing.TB, _ size) func() callFunc {
-		return zerodialShortcut(tb, dispatch.ShortcutDirect, registerGeneric)
+		return zerodialShortcut(tb, dispatch.ShortcutDirect, registerGeneric, ends{})
 	})
 	register("zerodial-copy", func(tb testing.TB, _ size) func() callFunc {
-		return zerodialShortcut(tb, dispatch.ShortcutCopy, registerReflect)
+		return zerodialShortcut(tb, dispatch.ShortcutCopy, registerReflect, ends{})
 	})
 	register("zerodial-direct-deadline", func(tb testing.TB, _ size) func() callFunc {
-		return withDeadline(tb, zerodialShortcut(tb, dispatch.ShortcutDirect, registerReflect))
+		return withDeadline(tb, zerodialShortcut(tb, dispatch.ShortcutDirect, registerReflect, ends{}))
 	})
 	register("zerodial-direct-generic-deadline", func(tb testing.TB, _ size) func() callFunc {
-		return withDeadline(tb, zerodialShortcut(tb, dispatch.ShortcutDirect, registerGeneric))
+		return withDeadline(tb, zerodialShortcut(tb, dispatch.ShortcutDirect, registerGeneric, ends{}))
 	})
 	register("zerodial-copy-deadline", func(tb testing.TB, _ size) func() callFunc {
-		return withDeadline(tb, zerodialShortcut(tb, dispatch.ShortcutCopy, registerReflect))
+		return withDeadline(tb, zerodialShortcut(tb, dispatch.ShortcutCopy, registerReflect, ends{}))
 	})
 	register("zerodial-memory", func(tb testing.TB, _ size) func() callFunc {
-		return zerodialNetwork(tb, memory.New(), "")
+		return zerodialNetwork(tb, memory.New(), "", ends{})
 	})
 	register("zerodial-tcp", func(tb testing.TB, _ size) func() callFunc {
-		return zerodialNetwork(tb, tcp.New(), "127.0.0.1:0")
+		return zerodialNetwork(tb, tcp.New(), "127.0.0.1:0", ends{})
 	})
 	register("zerodial-mux", func(tb testing.TB, _ size) func() callFunc {
-		tr := mux.New()
-		tb.Cleanup(func() { tr.Close() })
-		return zerodialNetwork(tb, tr, "127.0.0.1:0")
+		return zerodialMux(tb, ends{})
 	})
 }
 
 var zerodialMethods = [...]string{multiply: "Arith.Multiply", echo: "Arith.Echo"}
+
+// ends holds options for the Server and the Client of a zerodial row: none
+// for the plain rows, interceptors for the instrumented ones (otel_test.go).
+type ends struct {
+	server []dispatch.ServerOption
+	client []dispatch.ClientOption
+}
+
+// zerodialMux serves Arith on a mux transport, closed by a cleanup, and
+// dials it with no shortcut.
+func zerodialMux(tb testing.TB, e ends) func() callFunc {
+	tr := mux.New()
+	tb.Cleanup(func() { tr.Close() })
+	return zerodialNetwork(tb, tr, "127.0.0.1:0", e)
+}
 
 func registerReflect(srv *dispatch.Server) error {
 	return srv.Register(new(Arith), dispatch.Borrows())
@@ -103,8 +116,8 @@ func registerGeneric(srv *dispatch.Server) error {
 // serveZerodial starts a Server with Arith on tr at addr and returns the
 // address it listens on. Start, unlike go Serve, has made the shortcut
 // entry when it returns, so a shortcut Client dialled next finds it.
-func serveZerodial(tb testing.TB, tr transport.Transport, addr string, reg func(*dispatch.Server) error) string {
-	srv := dispatch.NewServer()
+func serveZerodial(tb testing.TB, tr transport.Transport, addr string, reg func(*dispatch.Server) error, opts ...dispatch.ServerOption) string {
+	srv := dispatch.NewServer(opts...)
 	if err := reg(srv); err != nil {
 		tb.Fatal(err)
 	}
@@ -138,16 +151,16 @@ func dialZerodial(tb testing.TB, tr transport.Transport, addr string, opts ...di
 // shortcut in mode. The Client dials through noDial, which refuses to open a
 // socket: should the shortcut not be taken, setup or the call fails rather
 // than timing the memory transport under the shortcut's name.
-func zerodialShortcut(tb testing.TB, mode dispatch.ShortcutMode, reg func(*dispatch.Server) error) func() callFunc {
+func zerodialShortcut(tb testing.TB, mode dispatch.ShortcutMode, reg func(*dispatch.Server) error, e ends) func() callFunc {
 	tr := memory.New()
-	addr := serveZerodial(tb, tr, "", reg)
-	return dialZerodial(tb, noDial{tr}, addr, dispatch.WithShortcut(mode))
+	addr := serveZerodial(tb, tr, "", reg, e.server...)
+	return dialZerodial(tb, noDial{tr}, addr, append([]dispatch.ClientOption{dispatch.WithShortcut(mode)}, e.client...)...)
 }
 
 // zerodialNetwork serves Arith on tr at addr and dials it with no shortcut.
-func zerodialNetwork(tb testing.TB, tr transport.Transport, addr string) func() callFunc {
-	addr = serveZerodial(tb, tr, addr, registerReflect)
-	return dialZerodial(tb, tr, addr)
+func zerodialNetwork(tb testing.TB, tr transport.Transport, addr string, e ends) func() callFunc {
+	addr = serveZerodial(tb, tr, addr, registerReflect, e.server...)
+	return dialZerodial(tb, tr, addr, e.client...)
 }
 
 // noDial is a memory transport whose Dial fails: a shortcut Client given it

@@ -150,6 +150,30 @@ func TestWriteReport(t *testing.T) {
 	}
 }
 
+// TestInstrumentation checks the table of what OpenTelemetry adds.
+func TestInstrumentation(t *testing.T) {
+	s, err := Parse(strings.NewReader(`BenchmarkUnary/zerodial-mux/16B-2 	10000	 20000 ns/op	 300 B/op	 8 allocs/op
+BenchmarkUnary/zerodial-mux-otel/16B-2 	10000	 23500 ns/op	 2300 B/op	 30 allocs/op
+BenchmarkUnary/grpc-tcp-otel/16B-2 	10000	 150000 ns/op	 9000 B/op	 200 allocs/op
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, s, Machine{Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| zerodial-mux | 20,000 | 23,500 | +3,500 | 8 | 30 | +22 |",
+		"| grpc-tcp | — | 150,000 | — | — | 200 | — |",
+		"| zerodial-mux-otel | 23,500 | 2,300 | 30 |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
 func TestFormat(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 6: "6", 2.5: "2.5", 295.3: "295", 1234567: "1,234,567", 0.123: "0.123"} {
 		if got := fmtNum(v); got != want {

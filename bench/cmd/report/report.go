@@ -19,11 +19,15 @@ var impls = []struct{ name, family string }{
 	{"zerodial-memory", "zerodial"},
 	{"zerodial-tcp", "zerodial"},
 	{"zerodial-mux", "zerodial"},
+	{"zerodial-copy-otel", "zerodial"},
+	{"zerodial-memory-otel", "zerodial"},
+	{"zerodial-mux-otel", "zerodial"},
 	{"netrpc-pipe", "peer"},
 	{"netrpc-tcp", "peer"},
 	{"netrpc-yamux", "peer"},
 	{"msgpackrpc-yamux", "peer"},
 	{"grpc-tcp", "peer"},
+	{"grpc-tcp-otel", "peer"},
 	{"grpc-bufconn", "peer"},
 	{"grpc-inproc", "peer"},
 	{"floor-reflect", "floor"},
@@ -45,6 +49,15 @@ var paths = []struct{ impl, peer, floor string }{
 	{"zerodial-memory", "netrpc-pipe", "floor-chan"},
 	{"zerodial-tcp", "netrpc-tcp", "floor-tcp"},
 	{"zerodial-mux", "netrpc-yamux", "floor-tcp"},
+}
+
+// instrumented pairs each row run with OpenTelemetry on both ends (16B
+// only) with the same row without it.
+var instrumented = []struct{ plain, otel string }{
+	{"zerodial-copy", "zerodial-copy-otel"},
+	{"zerodial-memory", "zerodial-memory-otel"},
+	{"zerodial-mux", "zerodial-mux-otel"},
+	{"grpc-tcp", "grpc-tcp-otel"},
 }
 
 func unaryName(impl, size string) string { return "Unary/" + impl + "/" + size }
@@ -185,6 +198,19 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 		p("\n")
 	}
 
+	p("\n## Instrumentation: what OpenTelemetry adds to a 16B call\n\n")
+	p("Each row with a span and a duration measurement on both ends and the trace context sent with the call ")
+	p("(otelzerodial's interceptors; otelgrpc's stats handlers for gRPC), beside the same row without; ")
+	p("the SDK samples every span and drops it when it ends (see ../README.md).\n\n")
+	p("| row | ns/op | with OpenTelemetry | added | allocs/op | with OpenTelemetry | added |\n")
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, in := range instrumented {
+		plain, otel := unaryName(in.plain, "16B"), unaryName(in.otel, "16B")
+		p("| %s | %s | %s | %s | %s | %s | %s |\n", in.plain,
+			cell(s, plain, "ns/op"), cell(s, otel, "ns/op"), diffCell(s, otel, plain, "ns/op"),
+			cell(s, plain, "allocs/op"), cell(s, otel, "allocs/op"), diffCell(s, otel, plain, "allocs/op"))
+	}
+
 	for _, sz := range sizes {
 		p("\n## Unary, %s\n\n", sizeTitle(sz))
 		p("| impl | ns/op | B/op | allocs/op |\n| --- | ---: | ---: | ---: |\n")
@@ -224,6 +250,19 @@ func cell(s *Set, name, unit string) string {
 		return "—"
 	}
 	return fmtNum(v)
+}
+
+// diffCell is median(a) - median(b) in unit, signed, or "—".
+func diffCell(s *Set, a, b, unit string) string {
+	x, ok1 := s.Median(a, unit)
+	y, ok2 := s.Median(b, unit)
+	if !ok1 || !ok2 {
+		return "—"
+	}
+	if d := x - y; d >= 0 {
+		return "+" + fmtNum(d)
+	}
+	return fmtNum(x - y)
 }
 
 func ratioCell(s *Set, a, b, unit string) string {
