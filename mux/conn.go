@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"time"
-
-	"github.com/hashicorp/yamux"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/netconn"
@@ -97,6 +94,7 @@ func (cc *ClientConn) Dial(ctx context.Context) (transport.Socket, error) {
 		return nil, errClientConnClosed(peer)
 	}
 	c, err := cc.cs.open(ctx)
+	var re *retireError
 	switch {
 	case err == nil:
 		return newSocket(c, cc.t.cfg.MaxFrameSize), nil
@@ -104,35 +102,11 @@ func (cc *ClientConn) Dial(ctx context.Context) (transport.Socket, error) {
 		return nil, errClientConnClosed(peer)
 	case ctx.Err() != nil:
 		return nil, dialCtxErr(peer, ctx.Err())
-	case errors.Is(err, errRetire):
+	case errors.As(err, &re):
 		// No reconnecting: the session is all there is.
-		for _, cause := range []error{yamux.ErrSessionShutdown, yamux.ErrRemoteGoAway, yamux.ErrStreamsExhausted} {
-			if errors.Is(err, cause) {
-				err = cause
-				break
-			}
-		}
-		return nil, fmt.Errorf("mux: dial %s: %w: %w", peer, ErrSessionClosed, err)
-	case !errors.Is(err, yamux.ErrConnectionWriteTimeout) && cc.sessionEnds(ctx):
-		// The connection failed the stream's first write, which ends the
-		// session; yamux tells the opener just before it closes it.
-		return nil, fmt.Errorf("mux: dial %s: %w: %w", peer, ErrSessionClosed, err)
+		return nil, fmt.Errorf("mux: dial %s: %w: %w", peer, ErrSessionClosed, re.cause)
 	}
 	return nil, fmt.Errorf("mux: dial %s: %w", peer, err)
-}
-
-// sessionEnds reports whether the session closes, waiting for it within
-// ctx and the write timeout.
-func (cc *ClientConn) sessionEnds(ctx context.Context) bool {
-	timer := time.NewTimer(cc.t.cfg.yamux.ConnectionWriteTimeout)
-	defer timer.Stop()
-	select {
-	case <-cc.cs.sess.CloseChan():
-		return true
-	case <-ctx.Done():
-	case <-timer.C:
-	}
-	return false
 }
 
 func (cc *ClientConn) closed() bool {

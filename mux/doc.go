@@ -20,8 +20,18 @@
 // Sessions are watched: keepalive pings notice a peer that stops answering,
 // and a session that dies (the peer went away, a write failed, keepalive
 // failed) is dropped, so the next Dial reconnects. A stream of a dead
-// session fails Send and Recv with ErrSessionClosed rather than io.EOF.
-// Transport.Close closes every session it dialled.
+// session fails Send and Recv with ErrSessionClosed rather than io.EOF, at
+// once, however many streams the session had (data received before is
+// still read first). Transport.Close closes every session it dialled. A
+// closed session, its streams included, is freed at once rather than kept
+// for the stream close timeout (WithStreamCloseTimeout), unless its
+// connection ended in the middle of a yamux frame.
+//
+// A session holds at most DefaultStreamLimit (4096) open streams unless
+// WithStreamLimit says otherwise: past it, Dial waits for a stream of the
+// session to close, and a listener takes no more streams from that peer
+// until one of its streams closes. The limit bounds the memory, and the
+// goroutines serving streams, that one peer can make a listener hold.
 //
 // New takes this package's options, of type Option: WithMaxFrameSize,
 // WithTLS and WithLogger, which the tcp and memory packages have too under

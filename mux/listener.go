@@ -183,22 +183,22 @@ func (l *listener) Close() error {
 	}
 
 	l.mu.Lock()
-	var idle, busy []*yamux.Session
+	var idle, busy []*serverSession
 	for ss := range l.sessions {
 		if ss.live == 0 {
-			idle = append(idle, ss.sess)
+			idle = append(idle, ss)
 		} else {
-			busy = append(busy, ss.sess)
+			busy = append(busy, ss)
 		}
 	}
 	l.mu.Unlock()
-	for _, s := range idle {
-		s.Close()
+	for _, ss := range idle {
+		ss.close()
 	}
-	for _, s := range busy {
+	for _, ss := range busy {
 		// GoAway waits for its frame to be written, which a stalled
 		// connection can hold up for the write timeout; Close does not.
-		go s.GoAway()
+		go ss.sess.GoAway()
 	}
 	return err
 }
@@ -359,6 +359,12 @@ func (ss *serverSession) streamClosed() {
 		<-ss.slots
 	}
 	if closeNow {
-		ss.sess.Close()
+		ss.close()
 	}
+}
+
+// close closes the session, telling its streams first (tracker.markDead).
+func (ss *serverSession) close() {
+	ss.tr.markDead()
+	ss.sess.Close()
 }

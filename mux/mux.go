@@ -116,7 +116,13 @@ func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.Mux,
 // Connecting costs one round trip more than TCP (and TLS) for the preface.
 // Opening a stream costs no round trip: Dial returns once the stream's
 // opening frame is written, before the peer accepts it. When the peer's
-// accept backlog is full, Dial waits, within ctx, for room.
+// accept backlog is full, or the session has as many streams as the stream
+// limit allows (DefaultStreamLimit), Dial waits, within ctx, for room.
+//
+// A session found dead, or that dies as the stream is opened (its
+// connection fails to take the opening frame), is replaced by a new one,
+// once; if that one fails too, Dial returns an error matching
+// ErrSessionClosed.
 //
 // Sessions are keyed by addr as given, so "localhost:80" and
 // "127.0.0.1:80" get a session each.
@@ -139,14 +145,15 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, dialCtxErr(addr, ctxErr)
 		}
-		if !errors.Is(err, errRetire) {
+		var re *retireError
+		if !errors.As(err, &re) {
 			return nil, fmt.Errorf("mux: dial %s: %w", addr, err)
 		}
-		// The session died or refuses new streams: never hand out a
-		// stream of it; connect afresh, once.
+		// The session died, before or during the open, or refuses new
+		// streams: never hand out a stream of it; connect afresh, once.
 		t.retire(cs)
 		if retried {
-			return nil, fmt.Errorf("mux: dial %s: %w", addr, err)
+			return nil, fmt.Errorf("mux: dial %s: %w: %w", addr, ErrSessionClosed, re.cause)
 		}
 	}
 }
@@ -177,15 +184,18 @@ func (t *Transport) Close() error {
 	t.mu.Unlock()
 
 	for _, cs := range all {
-		cs.sess.Close()
+		cs.close()
 	}
 	t.wg.Wait()
 	return nil
 }
 
-// errRetire marks an open failure after which the session must not be used
-// for new streams.
-var errRetire = errors.New("mux: session unusable")
+// retireError is an open failure after which the session must not be used
+// for new streams: it died, or refuses them. cause says why.
+type retireError struct{ cause error }
+
+func (e *retireError) Error() string { return "mux: session unusable: " + e.cause.Error() }
+func (e *retireError) Unwrap() error { return e.cause }
 
 // retireErr reports whether err from OpenStream means the session can take
 // no more streams.

@@ -2,8 +2,10 @@ package mux
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,6 +77,9 @@ type dialer struct {
 	mu    sync.Mutex
 	conns []*testConn
 	delay time.Duration
+	// writesAllowed, when positive, is how many writes each connection
+	// takes before every later write fails.
+	writesAllowed int32
 }
 
 func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -90,7 +95,7 @@ func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if err != nil {
 		return nil, err
 	}
-	tc := &testConn{Conn: c, stalled: make(chan struct{}), closed: make(chan struct{})}
+	tc := &testConn{Conn: c, stalled: make(chan struct{}), closed: make(chan struct{}), writesAllowed: d.writesAllowed}
 	d.mu.Lock()
 	d.conns = append(d.conns, tc)
 	d.mu.Unlock()
@@ -109,13 +114,23 @@ func (d *dialer) last() *testConn {
 	return d.conns[len(d.conns)-1]
 }
 
-// testConn is a connection a test can stall (a peer that stops answering)
-// or close underneath its user.
+// testConn is a connection a test can stall (a peer that stops answering),
+// whose writes it can make fail, or which it can close underneath its user.
 type testConn struct {
 	net.Conn
 	stallOnce, closeOnce sync.Once
 	stalled, closed      chan struct{}
+	broken               atomic.Bool  // every write fails
+	writesAllowed        int32        // when positive, writes after this many fail
+	writes               atomic.Int32 // writes so far
 }
+
+// errBrokenWrite is the error of a write to a broken testConn.
+var errBrokenWrite = errors.New("test: write to a broken connection")
+
+// breakWrites makes every write from now on fail, as when the network
+// fails under a connection.
+func (c *testConn) breakWrites() { c.broken.Store(true) }
 
 // stall makes the connection swallow everything from now on: reads and
 // writes block until Close, as with a peer that froze.
@@ -142,6 +157,9 @@ func (c *testConn) Read(b []byte) (int, error) {
 }
 
 func (c *testConn) Write(b []byte) (int, error) {
+	if n := c.writes.Add(1); c.broken.Load() || (c.writesAllowed > 0 && n > c.writesAllowed) {
+		return 0, errBrokenWrite
+	}
 	if c.isStalled() {
 		<-c.closed
 		return 0, net.ErrClosed

@@ -39,6 +39,17 @@ const (
 	// DefaultStreamWindow is the largest receive window of one stream, and
 	// the smallest yamux accepts.
 	DefaultStreamWindow = 256 << 10
+	// DefaultStreamLimit is how many streams one session may have open at
+	// once (yamux has no limit). It bounds what one peer can make this end
+	// hold: every stream costs memory and, on a listener, usually a
+	// goroutine serving it, however little it is used — some 24 KiB a
+	// stream on each end once it has carried a message, so about 100 MiB
+	// for a session at the limit. A dispatch.Client sends all its calls
+	// over one stream, so a session past a few thousand streams means
+	// thousands of Clients of one process calling one address, or a peer
+	// that opens streams and leaves them: 4096 leaves room for heavy use.
+	// WithStreamLimit changes it; WithStreamLimit(0) removes it.
+	DefaultStreamLimit = 4096
 )
 
 // config holds the settings of a Transport: those every transport shares,
@@ -65,8 +76,9 @@ func defaultConfig() config {
 			StreamOpenTimeout:      DefaultStreamOpenTimeout,
 			StreamCloseTimeout:     DefaultStreamCloseTimeout,
 		},
-		streamWin: DefaultStreamWindow,
-		dial:      (&net.Dialer{}).DialContext,
+		streamLimit: DefaultStreamLimit,
+		streamWin:   DefaultStreamWindow,
+		dial:        (&net.Dialer{}).DialContext,
 	}
 }
 
@@ -163,11 +175,14 @@ func WithKeepAlive(interval time.Duration) Option {
 	})
 }
 
-// WithStreamLimit bounds the streams open at once on one session. A Dial
-// past the limit waits, within its context, for a stream of the session to
-// be closed; a listener stops taking streams from a session past the limit,
-// so its peer's opens queue in the accept backlog. Zero (the default) means
-// no limit; a negative n makes Dial and Listen fail.
+// WithStreamLimit bounds the streams open at once on one session
+// (DefaultStreamLimit, 4096, by default). A Dial past the limit waits,
+// within its context, for a stream of the session to be closed; a listener
+// stops taking streams from a session past the limit, so its peer's opens
+// wait, unacknowledged, in the accept backlog (WithAcceptBacklog), where a
+// mux dialler's Dial waits for room. Both ends should allow what the
+// application needs. Zero means no limit, leaving what one peer can make
+// this end hold unbounded; a negative n makes Dial and Listen fail.
 func WithStreamLimit(n int) Option {
 	return option(func(c *config) {
 		if n < 0 {
@@ -213,8 +228,9 @@ func WithStreamOpenTimeout(d time.Duration) Option {
 // WithStreamCloseTimeout sets how long a stream closed here waits for the
 // peer to close its end. When it passes the stream is reset, which frees its
 // buffers and makes the peer's Send and Recv fail (the peer loses what it
-// had not yet read). Zero disables it, leaving half-closed streams until the
-// session ends; a negative d makes Dial and Listen fail.
+// had not yet read). A session that ends frees such streams with it, at
+// once. Zero disables it, leaving half-closed streams until the session
+// ends; a negative d makes Dial and Listen fail.
 func WithStreamCloseTimeout(d time.Duration) Option {
 	return option(func(c *config) {
 		if d < 0 {

@@ -56,7 +56,7 @@ func (t *Transport) session(ctx context.Context, addr string) (*clientSession, e
 	cs.waiters++
 	t.mu.Unlock()
 	if dead != nil {
-		dead.sess.Close()
+		dead.close()
 	}
 
 	select {
@@ -195,11 +195,11 @@ func (cs *clientSession) start(c net.Conn) (*yamux.Session, error) {
 	return sess, nil
 }
 
-// open opens a stream, within ctx. An error wrapping errRetire means the
-// session can take no more streams.
+// open opens a stream, within ctx. A *retireError means the session can
+// take no more streams.
 func (cs *clientSession) open(ctx context.Context) (*streamConn, error) {
-	if cs.sess.IsClosed() {
-		return nil, fmt.Errorf("%w: %w", errRetire, yamux.ErrSessionShutdown)
+	if cs.sess.IsClosed() || cs.tr.isDead() {
+		return nil, &retireError{yamux.ErrSessionShutdown}
 	}
 	if cs.slots != nil {
 		select {
@@ -207,25 +207,29 @@ func (cs *clientSession) open(ctx context.Context) (*streamConn, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-cs.sess.CloseChan():
-			return nil, fmt.Errorf("%w: %w", errRetire, yamux.ErrSessionShutdown)
+			return nil, &retireError{yamux.ErrSessionShutdown}
 		}
 	}
 	st, err := cs.openStream(ctx)
 	if err != nil {
 		cs.releaseSlot()
-		if retireErr(err) {
-			err = fmt.Errorf("%w: %w", errRetire, err)
+		// A connection that failed to take the stream's opening frame
+		// ends the session, but yamux reports the write's own error, and
+		// reports it before the session is shut down; the tracker knows
+		// already (tapConn.Write).
+		if retireErr(err) || cs.tr.isDead() {
+			err = &retireError{err}
 		}
 		return nil, err
 	}
 	t := cs.t
 	t.mu.Lock()
-	if cs.sess.IsClosed() {
+	if cs.sess.IsClosed() || cs.tr.isDead() {
 		// Died while the stream was opened: the caller must not get it.
 		t.mu.Unlock()
 		st.Close()
 		cs.releaseSlot()
-		return nil, fmt.Errorf("%w: %w", errRetire, yamux.ErrSessionShutdown)
+		return nil, &retireError{yamux.ErrSessionShutdown}
 	}
 	cs.live++
 	t.mu.Unlock()
@@ -296,8 +300,14 @@ func (cs *clientSession) streamClosed() {
 	t.mu.Unlock()
 	cs.releaseSlot()
 	if closeNow {
-		cs.sess.Close()
+		cs.close()
 	}
+}
+
+// close closes the session, telling its streams first (tracker.markDead).
+func (cs *clientSession) close() {
+	cs.tr.markDead()
+	cs.sess.Close()
 }
 
 // retire takes cs out of use for new streams and closes it once its
@@ -307,7 +317,7 @@ func (t *Transport) retire(cs *clientSession) {
 	closeNow := t.retireLocked(cs)
 	t.mu.Unlock()
 	if closeNow {
-		cs.sess.Close()
+		cs.close()
 	}
 }
 

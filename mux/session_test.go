@@ -290,4 +290,6 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, 3, tr.cfg.streamLimit)
 	assert.Equal(t, 123, tr.MaxFrameSize())
 	assert.NoError(t, tr.err)
+	assert.Equal(t, DefaultStreamLimit, newTransport(t).cfg.streamLimit, "a stream limit by default")
+	assert.Zero(t, newTransport(t, WithStreamLimit(0)).cfg.streamLimit, "which WithStreamLimit(0) removes")
 }

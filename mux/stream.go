@@ -21,7 +21,9 @@ import (
 // Transport or Listener was closed. Unlike io.EOF it means the peer did not
 // close the stream; redial to continue. It matches io.ErrUnexpectedEOF.
 // ClientConn.Dial, which cannot redial, and the Accept of NewServerConn's
-// Listener return it too once their one session has ended.
+// Listener return it too once their one session has ended, and so does
+// Transport.Dial when the new session it connected, too, died as the stream
+// was opened.
 var ErrSessionClosed error = sessionClosedError{}
 
 type sessionClosedError struct{}
@@ -61,18 +63,22 @@ type owner interface {
 //     sent (yamux checks it only when the window is full).
 //   - io.EOF is reported only when the peer closed; a lost session is
 //     ErrSessionClosed.
+//   - Calls blocked when the session dies return at once, and later ones do
+//     not wait (yamux v0.1.2 would spin in them; see tracker.markDead).
 type streamConn struct {
 	st    *yamux.Stream
 	owner owner
 
 	closed  atomic.Bool
 	peerFIN atomic.Bool
+	// dead is set when the session's connection has failed or is closing.
+	dead atomic.Bool
 	// wdl is the caller's write deadline in Unix nanoseconds, 0 for none.
 	wdl atomic.Int64
 
-	// mu orders deadline changes against Close and the peer's close, so a
-	// caller's deadline never undoes the past deadline that wakes a reader
-	// or writer.
+	// mu orders deadline changes against Close, the peer's close and the
+	// session's death, so a caller's deadline never undoes the past
+	// deadline that wakes a reader or writer.
 	mu   sync.Mutex
 	once sync.Once
 
@@ -106,6 +112,19 @@ func (c *streamConn) peerClosed() {
 	c.mu.Unlock()
 }
 
+// sessionDied is called by the tracker when the session's connection fails
+// or is being closed. Past deadlines end the calls blocked in yamux, and
+// keep later ones from waiting: a deadline is the one way out of yamux's
+// wait that does not depend on the stream's state, which yamux updates
+// late (tracker.markDead). Data already received stays readable.
+func (c *streamConn) sessionDied() {
+	c.mu.Lock()
+	c.dead.Store(true)
+	c.st.SetReadDeadline(longAgo)
+	c.st.SetWriteDeadline(longAgo)
+	c.mu.Unlock()
+}
+
 func (c *streamConn) Read(b []byte) (int, error) {
 	if c.closed.Load() {
 		return 0, net.ErrClosed
@@ -128,10 +147,10 @@ func (c *streamConn) readErr(err error) error {
 	switch {
 	case c.closed.Load():
 		return net.ErrClosed
-	case err == io.EOF:
-		if c.peerFIN.Load() {
-			return io.EOF
-		}
+	case err == io.EOF && c.peerFIN.Load():
+		return io.EOF
+	case c.dead.Load(), err == io.EOF:
+		// Also the timeout sessionDied set to end the read.
 		return ErrSessionClosed
 	case errors.Is(err, yamux.ErrConnectionReset):
 		return errReset
@@ -154,6 +173,8 @@ func (c *streamConn) Write(b []byte) (int, error) {
 		return 0, net.ErrClosed
 	case c.peerFIN.Load():
 		return 0, errPeerClosed
+	case c.dead.Load():
+		return 0, ErrSessionClosed
 	case c.writeDeadlinePassed():
 		return 0, os.ErrDeadlineExceeded
 	}
@@ -171,6 +192,9 @@ func (c *streamConn) writeErr(err error) error {
 	case c.peerFIN.Load():
 		// Also when yamux reports the timeout peerClosed set to wake it.
 		return errPeerClosed
+	case c.dead.Load():
+		// Also the timeout sessionDied set.
+		return ErrSessionClosed
 	case errors.Is(err, yamux.ErrConnectionReset):
 		return errReset
 	case errors.Is(err, yamux.ErrSessionShutdown), errors.Is(err, yamux.ErrStreamClosed):
@@ -208,7 +232,7 @@ func (c *streamConn) SetDeadline(t time.Time) error {
 func (c *streamConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.closed.Load() {
+	if !c.closed.Load() && !c.dead.Load() {
 		c.st.SetReadDeadline(t)
 	}
 	return nil
@@ -222,7 +246,7 @@ func (c *streamConn) SetWriteDeadline(t time.Time) error {
 	} else {
 		c.wdl.Store(t.UnixNano())
 	}
-	if !c.closed.Load() && !c.peerFIN.Load() {
+	if !c.closed.Load() && !c.peerFIN.Load() && !c.dead.Load() {
 		c.st.SetWriteDeadline(t)
 	}
 	return nil

@@ -31,10 +31,14 @@ const (
 // has closed. yamux does not expose a stream's state, so the tracker reads
 // the flags from the bytes yamux reads and writes, and tells the stream.
 // It also lets a stream tell a peer's close (io.EOF) from a lost session,
-// which yamux reports as io.EOF too.
+// which yamux reports as io.EOF too, and it ends the streams of a session
+// whose connection fails or is closed (markDead, endFrames).
 type tracker struct {
 	mu    sync.Mutex
 	flows map[uint32]*flow
+	// dead is set once the connection has failed or is being closed; the
+	// session is then over, whatever yamux has noticed so far.
+	dead bool
 }
 
 // flow is what the tracker knows of one stream. It is forgotten once both
@@ -62,6 +66,77 @@ func (t *tracker) attach(id uint32, c *streamConn) {
 	if f.remoteFIN {
 		c.peerClosed()
 	}
+	if t.dead {
+		c.sessionDied()
+	}
+}
+
+// markDead records that the session's connection has failed or is being
+// closed, and tells every stream handed out, so that their blocked and
+// future calls return at once.
+//
+// It must run before yamux's own shutdown reaches the streams: once a
+// session is shut down, yamux v0.1.2's Stream.Read and Write loop without
+// blocking until Session.Close has forced that stream closed, and Close
+// does so one stream at a time, under a lock, while every blocked reader
+// and writer spins; with thousands of streams that takes both cores for
+// minutes. A stream told here has a read and write deadline in the past,
+// which ends those loops at their next turn (see streamConn.sessionDied).
+// So markDead runs where the failure is first seen: on a failed read or
+// write of the connection, and before the session is closed, by this
+// package or by yamux (tapConn.Close).
+func (t *tracker) markDead() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dead {
+		return
+	}
+	t.dead = true
+	for _, f := range t.flows {
+		if f.conn != nil {
+			f.conn.sessionDied()
+		}
+	}
+}
+
+// isDead reports whether markDead has run.
+func (t *tracker) isDead() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dead
+}
+
+// endFrames returns the frames that end, as the peer's FIN would, every
+// stream the peer has not closed: a window update with FIN and no credit
+// for each. tapConn hands them to yamux after the last bytes of a
+// connection that has ended, so that yamux forgets the streams this end had
+// closed at once.
+//
+// Without them, each such stream keeps the timer its Close armed
+// (StreamCloseTimeout), which Session.Close does not stop and which
+// references the stream and so the whole session: a closed session would
+// stay in memory for the close timeout. A FIN for a stream closed here is
+// what stops that timer and frees the stream (yamux's processFlags); for a
+// stream still open it is a half-close, its buffered data still readable,
+// and it sets no timer. The peer's own FIN has been passed to yamux already
+// for every stream whose remoteFIN is set, so none gets a second one, which
+// yamux would take for a protocol error.
+func (t *tracker) endFrames() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var b []byte
+	for id, f := range t.flows {
+		if f.remoteFIN {
+			continue
+		}
+		var h [hdrLen]byte
+		h[0] = protoVersion
+		h[1] = typeWindowUpd
+		binary.BigEndian.PutUint16(h[2:4], flagFIN)
+		binary.BigEndian.PutUint32(h[4:8], id)
+		b = append(b, h[:]...)
+	}
+	return b
 }
 
 // seen records the flags of one frame header. local is true for frames this
@@ -112,6 +187,12 @@ type scanner struct {
 	broken bool   // not yamux: yamux itself fails the session
 }
 
+// atBoundary reports whether the bytes scanned so far end with a whole
+// frame, so that a frame may follow.
+func (s *scanner) atBoundary() bool {
+	return s.have == 0 && s.skip == 0 && !s.broken
+}
+
 // scan passes b through the scanner and calls seen for every header with a
 // flag of concern.
 func (s *scanner) scan(b []byte, seen func(flags uint16, id uint32)) {
@@ -155,6 +236,14 @@ func (s *scanner) scan(b []byte, seen func(flags uint16, id uint32)) {
 // only from yamux's receive loop and writes only from its send loop, so
 // each scanner has one user.
 //
+// When the connection fails or is closed it tells the tracker at once
+// (markDead), and before it reports a read error it hands yamux the
+// tracker's endFrames, if the connection ended between two frames, so that
+// yamux frees the streams it would otherwise keep for the close timeout.
+// (A connection that ends inside a frame gets none: bytes made up to
+// finish the frame would reach a stream as data. Its session is freed
+// when the close timers fire, as yamux alone would do.)
+//
 // It also joins each data frame's header to its body. yamux writes the
 // 12-byte header and the body with two calls, which with TCP_NODELAY is two
 // system calls and two packets per message, and system calls are most of
@@ -174,6 +263,11 @@ type tapConn struct {
 	iov     [2][]byte   // backs bufs: WriteTo consumes bufs, not iov
 	bufs    net.Buffers // so that a writev allocates nothing
 	joined  []byte      // header and body copied together, when not rawTCP
+
+	// Read's state once the connection has failed: the error to report,
+	// and the end frames still to hand over before it.
+	readErr error
+	ending  []byte
 }
 
 func newTapConn(c net.Conn, t *tracker) *tapConn {
@@ -186,9 +280,28 @@ func newTapConn(c net.Conn, t *tracker) *tapConn {
 }
 
 func (c *tapConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	c.in.scan(b[:n], c.inSeen)
-	return n, err
+	if c.readErr == nil {
+		n, err := c.Conn.Read(b)
+		c.in.scan(b[:n], c.inSeen)
+		if err == nil {
+			return n, nil
+		}
+		// yamux ends the session on any read error.
+		c.t.markDead()
+		c.readErr = err
+		if c.in.atBoundary() {
+			c.ending = c.t.endFrames()
+		}
+		if n > 0 {
+			return n, nil // the end frames follow these bytes
+		}
+	}
+	if len(c.ending) > 0 {
+		n := copy(b, c.ending)
+		c.ending = c.ending[n:]
+		return n, nil
+	}
+	return 0, c.readErr
 }
 
 func (c *tapConn) Write(b []byte) (int, error) {
@@ -202,7 +315,18 @@ func (c *tapConn) Write(b []byte) (int, error) {
 	}
 	n, err := c.Conn.Write(b)
 	c.out.scan(b[:n], c.outSeen)
+	if err != nil {
+		c.t.markDead() // yamux ends the session on any write error
+	}
 	return n, err
+}
+
+// Close closes the connection. yamux calls it from Session.Close, just
+// after shutting the session down, whoever closes the session: the
+// tracker is told first.
+func (c *tapConn) Close() error {
+	c.t.markDead()
+	return c.Conn.Close()
 }
 
 // maxJoined bounds the buffer kept for joining header and body over TLS.
@@ -234,6 +358,9 @@ func (c *tapConn) writeJoined(b []byte) (int, error) {
 	c.out.scan(b[:body], c.outSeen)
 	if err == nil && h < hdrLen {
 		err = io.ErrShortWrite
+	}
+	if err != nil {
+		c.t.markDead()
 	}
 	return body, err
 }

@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/hashicorp/yamux"
 	"github.com/stretchr/testify/require"
@@ -106,4 +109,91 @@ func TestYamuxAssumptions(t *testing.T) {
 	require.True(t, sawData, "no data frame was written")
 	require.True(t, sawSYN, "no frame carried SYN when the stream opened: mux's tracker relies on it (track.go)")
 	require.True(t, sawFIN, "no frame carried FIN when the stream closed: mux's tracker relies on it (track.go)")
+}
+
+// endingConn is one end of a connection whose Read, once the connection
+// has failed, returns the bytes of ending before io.EOF, as tapConn hands
+// yamux its end frames.
+type endingConn struct {
+	net.Conn
+	ending      []byte // set before the connection fails
+	closeCalled atomic.Bool
+}
+
+func (c *endingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err == nil {
+		return n, nil
+	}
+	if len(c.ending) > 0 {
+		n = copy(b, c.ending)
+		c.ending = c.ending[n:]
+		return n, nil
+	}
+	return 0, io.EOF
+}
+
+func (c *endingConn) Close() error {
+	c.closeCalled.Store(true)
+	return c.Conn.Close()
+}
+
+// closedStream runs a yamux client over ec, opens a stream and closes it
+// (which arms its close timer, an hour long), gives ec the peer's FIN for it
+// as end frames if fin is set, closes the session, and returns weak
+// pointers to the stream and the session.
+func closedStream(t *testing.T, ec *endingConn, fin bool) (weak.Pointer[yamux.Stream], weak.Pointer[yamux.Session]) {
+	cfg := yamux.DefaultConfig()
+	cfg.LogOutput = io.Discard
+	cfg.EnableKeepAlive = false
+	cfg.StreamCloseTimeout = time.Hour
+	sess, err := yamux.Client(ec, cfg)
+	require.NoError(t, err)
+	st, err := sess.OpenStream()
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	if fin {
+		ec.ending = header(typeWindowUpd, flagFIN, st.StreamID(), 0)
+	}
+	require.NoError(t, sess.Close())
+	require.True(t, ec.closeCalled.Load(), "yamux's Session.Close did not close the connection: "+
+		"mux's tapConn.Close tells the tracker the session is over (track.go)")
+	return weak.Make(st), weak.Make(sess)
+}
+
+// TestYamuxAssumptionsSessionEnd pins what mux relies on when a session
+// ends (tracker.markDead, tracker.endFrames):
+//
+//  3. Session.Close closes the connection it runs over (so tapConn.Close
+//     runs however the session ends).
+//  4. A FIN received for a stream closed here stops the timer its Close
+//     armed and frees it; frames the connection's Read returns before its
+//     error are handled even when Session.Close has begun. With them a
+//     closed session is freed at once, though Session.Close itself stops
+//     no close timer (the control: without the FIN, the timer keeps the
+//     stream and its session in memory).
+func TestYamuxAssumptionsSessionEnd(t *testing.T) {
+	freed := func(st weak.Pointer[yamux.Stream], sess weak.Pointer[yamux.Session]) bool {
+		runtime.GC()
+		return st.Value() == nil && sess.Value() == nil
+	}
+	t.Run("end frames free the session", func(t *testing.T) {
+		a, b := net.Pipe()
+		defer b.Close()
+		go io.Copy(io.Discard, b)
+		st, sess := closedStream(t, &endingConn{Conn: a}, true)
+		require.Eventually(t, func() bool { return freed(st, sess) }, 5*time.Second, 10*time.Millisecond,
+			"a closed yamux session stayed in memory though the peer's FIN for its closed stream came before the connection's end: "+
+				"mux's tracker.endFrames relies on it (track.go)")
+	})
+	t.Run("control: the close timer keeps it", func(t *testing.T) {
+		a, b := net.Pipe()
+		defer b.Close()
+		go io.Copy(io.Discard, b)
+		st, sess := closedStream(t, &endingConn{Conn: a}, false)
+		time.Sleep(100 * time.Millisecond) // the session's goroutines end
+		require.False(t, freed(st, sess),
+			"yamux now frees a closed session whose closed stream had its close timer running: "+
+				"tracker.endFrames may no longer be needed (track.go)")
+	})
 }
