@@ -166,8 +166,14 @@ func TestCallInfoTLS(t *testing.T) {
 		client transport.Transport
 	}{
 		{"tcp", tcp.New(tcp.WithTLS(serverCfg)), tcp.New(tcp.WithTLS(clientCfg))},
+		{"mux", mux.New(mux.WithTLS(serverCfg)), mux.New(mux.WithTLS(clientCfg))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			for _, tr := range []transport.Transport{tc.server, tc.client} {
+				if m, ok := tr.(*mux.Transport); ok {
+					t.Cleanup(func() { m.Close() })
+				}
+			}
 			srv := dispatch.NewServer()
 			require.NoError(t, dispatch.Handle(srv, "Peer.Name", func(ctx context.Context, _ *struct{}, reply *string) error {
 				ci, _ := dispatch.CallInfoFrom(ctx)

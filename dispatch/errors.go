@@ -129,8 +129,13 @@ func connFailed(cause error) error {
 
 // hungUp reports whether err is how a transport says that the peer closed
 // the connection: the end of the stream when reading, a closed pipe or a
-// reset when writing.
+// reset when writing. The innermost cause decides, so that a transport's
+// error wrapping another cause (mux's session error wrapping a TLS alert)
+// is not taken for a hang-up.
 func hungUp(err error) bool {
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
+		err = u
+	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

@@ -97,7 +97,7 @@ func (cc *ClientConn) Dial(ctx context.Context) (transport.Socket, error) {
 	var re *retireError
 	switch {
 	case err == nil:
-		return newSocket(c, cc.t.cfg.MaxFrameSize), nil
+		return newSocket(c, cc.t.cfg.Common), nil
 	case cc.closed():
 		return nil, errClientConnClosed(peer)
 	case ctx.Err() != nil:
@@ -167,7 +167,7 @@ func NewServerConn(ctx context.Context, conn net.Conn, opts ...Option) (transpor
 		conn.Close()
 		return nil, err
 	}
-	setup := netconn.Setup{Proto: preface.Mux, Timeout: handshakeTimeout}
+	setup := netconn.Setup{Proto: preface.Mux, Timeout: cfg.HandshakeTimeout}
 	c, err := setup.Server(ctx, conn, peer)
 	if err != nil {
 		cfg.Logger.Log(ctx, prefaceLogLevel(err), "mux: NewServerConn failed", "side", "server", "remote", peer, "err", err)

@@ -210,10 +210,10 @@ func TestConnOtherProtocol(t *testing.T) {
 // than ctx, and, with a ctx that never ends, no longer than the handshake
 // timeout; conn is closed either way.
 func TestConnSilentPeer(t *testing.T) {
-	setHandshakeTimeout(t, 200*time.Millisecond)
+	short := WithHandshakeTimeout(200 * time.Millisecond)
 	for name, newConn := range map[string]func(context.Context, net.Conn) error{
-		"client": func(ctx context.Context, c net.Conn) error { _, err := NewClientConn(ctx, c); return err },
-		"server": func(ctx context.Context, c net.Conn) error { _, err := NewServerConn(ctx, c); return err },
+		"client": func(ctx context.Context, c net.Conn) error { _, err := NewClientConn(ctx, c, short); return err },
+		"server": func(ctx context.Context, c net.Conn) error { _, err := NewServerConn(ctx, c, short); return err },
 	} {
 		t.Run(name, func(t *testing.T) {
 			a, b := net.Pipe()

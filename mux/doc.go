@@ -35,7 +35,8 @@
 //
 // New takes this package's options, of type Option: WithMaxFrameSize,
 // WithTLS and WithLogger, which the tcp and memory packages have too under
-// the same names, and WithKeepAlive, WithStreamLimit, WithAcceptBacklog,
+// the same names, WithHandshakeTimeout and WithFrameTimeout, which tcp has
+// too, and WithKeepAlive, WithStreamLimit, WithAcceptBacklog,
 // WithStreamOpenTimeout, WithStreamCloseTimeout, WithWriteTimeout,
 // WithStreamWindow and WithDialer. Another package's options do not
 // compile here. New does not fail; a Transport made with invalid options

@@ -147,7 +147,7 @@ func (l *listener) accepted(c *streamConn) (transport.Socket, error) {
 		c.Close()
 		return nil, transport.ErrClosed
 	}
-	return newSocket(c, l.cfg.MaxFrameSize), nil
+	return newSocket(c, l.cfg.Common), nil
 }
 
 // Close stops listening: the address is free when it returns, Accept fails
@@ -365,6 +365,6 @@ func (ss *serverSession) streamClosed() {
 
 // close closes the session, telling its streams first (tracker.markDead).
 func (ss *serverSession) close() {
-	ss.tr.markDead()
+	ss.tr.markDead(nil)
 	ss.sess.Close()
 }

@@ -21,8 +21,8 @@ type Transport struct {
 	cfg config
 	err error // the options' problems, returned by Dial and Listen
 	// setup sets up the connections sessions run over, on either end: TLS
-	// as configured, then the preface, each step within handshakeTimeout
-	// (a server's TLS handshake within the write timeout).
+	// as configured, then the preface, each step within the handshake
+	// timeout (WithHandshakeTimeout).
 	setup netconn.Setup
 
 	// ctx ends with Close; session set-up runs under it.
@@ -47,16 +47,10 @@ var (
 	_ transport.WireReporter = (*listener)(nil)
 )
 
-// handshakeTimeout bounds the preface exchange (WIRE.md: 10 s) on either
-// end, and a client's TLS handshake; Dial is bounded by its ctx as well. A
-// server's TLS handshake is bounded by the write timeout
-// (WithWriteTimeout). A variable so that tests of silent peers need not
-// wait ten seconds.
-var handshakeTimeout = preface.Timeout
-
 // New returns a mux Transport configured by opts, applied in order: the
-// settings every transport has (WithMaxFrameSize, WithTLS, WithLogger) and
-// this transport's own (WithKeepAlive, WithStreamLimit, WithAcceptBacklog,
+// settings every network transport has (WithMaxFrameSize, WithTLS,
+// WithLogger, WithHandshakeTimeout, WithFrameTimeout) and this transport's
+// own (WithKeepAlive, WithStreamLimit, WithAcceptBacklog,
 // WithStreamOpenTimeout, WithStreamCloseTimeout, WithWriteTimeout,
 // WithStreamWindow, WithDialer). New does not fail: if an option is
 // invalid, every Dial and Listen of the Transport returns an error naming
@@ -82,10 +76,9 @@ func fromConfig(cfg config) *Transport {
 		cfg: cfg,
 		err: cfg.validate(),
 		setup: netconn.Setup{
-			Proto:            preface.Mux,
-			TLS:              cfg.TLS,
-			Timeout:          handshakeTimeout,
-			ServerTLSTimeout: cfg.yamux.ConnectionWriteTimeout,
+			Proto:   preface.Mux,
+			TLS:     cfg.TLS,
+			Timeout: cfg.HandshakeTimeout,
 		},
 		current: make(map[string]*clientSession),
 		all:     make(map[*clientSession]struct{}),
@@ -140,7 +133,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 		}
 		c, err := cs.open(ctx)
 		if err == nil {
-			return newSocket(c, t.cfg.MaxFrameSize), nil
+			return newSocket(c, t.cfg.Common), nil
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, dialCtxErr(addr, ctxErr)

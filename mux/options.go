@@ -153,6 +153,27 @@ func WithLogger(l *slog.Logger) Option {
 	return option(func(c *config) { c.SetLogger(l) })
 }
 
+// WithHandshakeTimeout bounds each step of a session's set-up that waits
+// for the peer, on either end: the TLS handshake, when TLS is configured,
+// and the exchange of connection prefaces (WIRE.md, section 2). It is
+// transport.DefaultHandshakeTimeout, 10 s, by default. A peer silent for
+// longer fails Dial, or is dropped by the listener; Dial is bounded by its
+// context as well. d must be positive, or Dial and Listen fail.
+func WithHandshakeTimeout(d time.Duration) Option {
+	return option(func(c *config) { c.SetHandshakeTimeout(d) })
+}
+
+// WithFrameTimeout bounds how long the rest of a message may take to
+// arrive on a stream once its first byte has, as net/http's
+// ReadHeaderTimeout bounds a request's header: a peer that stops part way
+// through a message fails Recv with transport.ErrTimeout and its stream is
+// closed. It is transport.DefaultFrameTimeout, 30 s, by default. A Socket's
+// read deadline still applies, whichever ends first. Zero turns the bound
+// off; a negative d makes Dial and Listen fail.
+func WithFrameTimeout(d time.Duration) Option {
+	return option(func(c *config) { c.SetFrameTimeout(d) })
+}
+
 // WithKeepAlive sets the interval between keepalive pings on every session.
 // A peer that stops answering is noticed within the interval plus twice the
 // write timeout (the ping's write and the wait for its answer), and the
@@ -243,8 +264,8 @@ func WithStreamCloseTimeout(d time.Duration) Option {
 
 // WithWriteTimeout sets yamux's connection write timeout: how long one write
 // may wait to reach the connection before it fails, and how long a
-// keepalive ping waits for its answer. A server's TLS handshake must also
-// finish within it. It must be positive, or Dial and Listen fail.
+// keepalive ping waits for its answer. It must be positive, or Dial and
+// Listen fail.
 func WithWriteTimeout(d time.Duration) Option {
 	return option(func(c *config) {
 		if d <= 0 {

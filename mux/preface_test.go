@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,24 +13,16 @@ import (
 	"github.com/zerodial/transport/tcp"
 )
 
-// setHandshakeTimeout shortens the handshake timeout of the Transports New
-// makes until the test ends. Tests using it must not run in parallel.
-func setHandshakeTimeout(t testing.TB, d time.Duration) {
-	old := handshakeTimeout
-	handshakeTimeout = d
-	t.Cleanup(func() { handshakeTimeout = old })
-}
-
 // suite runs the preface tests mux shares with tcp against mux, with a tcp
 // listener for the other protocol.
 var suite = prefacetest.Suite{
 	Proto: prefacetest.Mux,
 	Other: prefacetest.TCP,
 	Dial: func(t *testing.T, ctx context.Context, addr string, cfg prefacetest.Config) (transport.Socket, error) {
-		return newTransport(t, WithTLS(cfg.TLS), WithLogger(cfg.Logger)).Dial(ctx, addr)
+		return newTransport(t, suiteOptions(cfg)...).Dial(ctx, addr)
 	},
 	Listen: func(t *testing.T, cfg prefacetest.Config) transport.Listener {
-		return listen(t, newTransport(t, WithTLS(cfg.TLS), WithLogger(cfg.Logger)))
+		return listen(t, newTransport(t, suiteOptions(cfg)...))
 	},
 	OtherListen: func(t *testing.T, cfg prefacetest.Config) transport.Listener {
 		l, err := tcp.New(tcp.WithTLS(cfg.TLS), tcp.WithLogger(cfg.Logger)).Listen("127.0.0.1:0")
@@ -39,7 +30,15 @@ var suite = prefacetest.Suite{
 		t.Cleanup(func() { l.Close() })
 		return l
 	},
-	SetHandshakeTimeout: setHandshakeTimeout,
+}
+
+// suiteOptions turns a suite's Config into mux's options.
+func suiteOptions(cfg prefacetest.Config) []Option {
+	opts := []Option{WithTLS(cfg.TLS), WithLogger(cfg.Logger)}
+	if cfg.HandshakeTimeout != 0 {
+		opts = append(opts, WithHandshakeTimeout(cfg.HandshakeTimeout))
+	}
+	return opts
 }
 
 // TestDialTCPListener: a mux client dialling a tcp listener fails at Dial,

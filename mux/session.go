@@ -306,7 +306,7 @@ func (cs *clientSession) streamClosed() {
 
 // close closes the session, telling its streams first (tracker.markDead).
 func (cs *clientSession) close() {
-	cs.tr.markDead()
+	cs.tr.markDead(nil)
 	cs.sess.Close()
 }
 

@@ -2,6 +2,8 @@ package mux
 
 import (
 	"context"
+	"io"
+	"net"
 	"runtime"
 	"strconv"
 	"sync"
@@ -299,4 +301,76 @@ func TestDeadSessionDeliversReceived(t *testing.T) {
 	require.NoError(t, c1.Recv(&m))
 	assert.Equal(t, "sent before", string(m.Body))
 	assert.ErrorIs(t, c1.Recv(&m), ErrSessionClosed)
+}
+
+// TestSessionErrorSaysWhy: a stream of a session that an error of its
+// connection ended fails with an error that matches ErrSessionClosed and
+// wraps that error; one whose peer hung up says so without claiming, as
+// io.EOF would, that the peer closed the stream.
+func TestSessionErrorSaysWhy(t *testing.T) {
+	t.Run("write failed", func(t *testing.T) {
+		d := &dialer{}
+		tr := newTransport(t, WithDialer(d.dial))
+		l := listen(t, newTransport(t))
+		serveEcho(t, l)
+		s := dial(t, tr, l.Addr().String())
+		roundTrip(t, s, "before")
+		d.last().breakWrites()
+		var err error
+		for range 10 { // the failed write ends the session; a later call reports it
+			if err = s.Send(&transport.Message{Body: []byte("x")}); err != nil {
+				break
+			}
+			var m transport.Message
+			if err = s.Recv(&m); err != nil {
+				break
+			}
+		}
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrSessionClosed)
+		assert.ErrorIs(t, err, errBrokenWrite)
+		assert.Contains(t, err.Error(), "mux: session closed: test: write to a broken connection")
+	})
+	t.Run("peer hung up", func(t *testing.T) {
+		a, b := net.Pipe()
+		ls := newServerConnAsync(t, b)
+		cc, err := NewClientConn(t.Context(), a)
+		require.NoError(t, err)
+		defer cc.Close()
+		l := await(t, ls, 5*time.Second, "NewServerConn")
+		s := dialConn(t, cc)
+		peer := acceptSock(t, l)
+		exchangeBoth(t, s, peer, "hi")
+		require.NoError(t, b.Close()) // the peer's end of the connection goes
+		var m transport.Message
+		err = s.Recv(&m)
+		assert.ErrorIs(t, err, ErrSessionClosed)
+		assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		assert.NotErrorIs(t, err, io.EOF, "the peer did not close the stream")
+		assert.Contains(t, err.Error(), "mux: session closed: the peer closed the connection")
+	})
+}
+
+// TestFrameTimeout: a peer that sends part of a message on a stream and
+// stops fails the listener's Recv once WithFrameTimeout has passed since
+// the message's first byte, and only that stream is closed.
+func TestFrameTimeout(t *testing.T) {
+	l := listen(t, newTransport(t, WithFrameTimeout(100*time.Millisecond)))
+	tr := newTransport(t)
+	s := dial(t, tr, l.Addr().String())
+	peer := await(t, acceptOne(l), 5*time.Second, "Accept")
+	defer peer.Close()
+	_, err := s.(*socket).c.Write([]byte{1, 0, 0, 0, 0, 4}) // half a frame prefix
+	require.NoError(t, err)
+	start := time.Now()
+	var m transport.Message
+	err = peer.Recv(&m)
+	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
+	require.ErrorIs(t, err, transport.ErrTimeout)
+	assert.Contains(t, err.Error(), "frame timeout (100ms)")
+
+	other := dial(t, tr, l.Addr().String()) // the session lives on
+	otherPeer := await(t, acceptOne(l), 5*time.Second, "Accept")
+	defer otherPeer.Close()
+	exchangeBoth(t, other, otherPeer, "still here")
 }

@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -14,12 +15,17 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/frame"
+	"github.com/zerodial/transport/internal/options"
 )
 
 // ErrSessionClosed is returned (wrapped) by Send and Recv on a stream whose
 // session ended under it: the connection was lost, keepalive failed, or the
 // Transport or Listener was closed. Unlike io.EOF it means the peer did not
 // close the stream; redial to continue. It matches io.ErrUnexpectedEOF.
+// When an error of the connection ended the session — a reset, a TLS alert,
+// the peer hanging up — the stream's error matches ErrSessionClosed, says
+// why ("mux: session closed: read tcp ...: connection reset by peer") and
+// unwraps to that error.
 // ClientConn.Dial, which cannot redial, and the Accept of NewServerConn's
 // Listener return it too once their one session has ended, and so does
 // Transport.Dial when the new session it connected, too, died as the stream
@@ -33,6 +39,44 @@ func (sessionClosedError) Error() string { return "mux: session closed" }
 // Is lets errors.Is(err, io.ErrUnexpectedEOF) hold: the stream ended without
 // the peer ending it.
 func (sessionClosedError) Is(target error) bool { return target == io.ErrUnexpectedEOF }
+
+// sessionLost is ErrSessionClosed with the connection error that ended the
+// session: a reset, a TLS alert, the peer hanging up (io.EOF).
+type sessionLost struct{ cause error }
+
+func (e *sessionLost) Error() string { return "mux: session closed: " + e.cause.Error() }
+
+// Is makes it match ErrSessionClosed, and so io.ErrUnexpectedEOF.
+func (e *sessionLost) Is(target error) bool {
+	return target == ErrSessionClosed || target == io.ErrUnexpectedEOF
+}
+
+// Unwrap returns the cause.
+func (e *sessionLost) Unwrap() error { return e.cause }
+
+// sessionClosed returns the error of a stream whose session ended because
+// of cause, nil for a session closed.
+func sessionClosed(cause error) error {
+	switch {
+	case cause == nil, errors.Is(cause, net.ErrClosed):
+		// Closed, here: the read that failed was on a connection this
+		// end closed, which says nothing more.
+		return ErrSessionClosed
+	case cause == io.EOF:
+		// Not io.EOF itself, which would tell errors.Is that the peer
+		// closed the stream.
+		cause = peerHungUp{}
+	}
+	return &sessionLost{cause}
+}
+
+// peerHungUp is the cause of a session whose connection the peer closed.
+type peerHungUp struct{}
+
+func (peerHungUp) Error() string { return "the peer closed the connection" }
+
+// Is lets errors.Is(err, io.ErrUnexpectedEOF) hold, as for ErrSessionClosed.
+func (peerHungUp) Is(target error) bool { return target == io.ErrUnexpectedEOF }
 
 var (
 	// errPeerClosed fails a write to a stream the peer has closed. It wraps
@@ -68,11 +112,14 @@ type owner interface {
 type streamConn struct {
 	st    *yamux.Stream
 	owner owner
+	t     *tracker // its session's
 
 	closed  atomic.Bool
 	peerFIN atomic.Bool
-	// dead is set when the session's connection has failed or is closing.
-	dead atomic.Bool
+	// dead is set when the session's connection has failed or is closing;
+	// deadErr, set before it, is the streams' error from then on.
+	dead    atomic.Bool
+	deadErr error
 	// wdl is the caller's write deadline in Unix nanoseconds, 0 for none.
 	wdl atomic.Int64
 
@@ -97,7 +144,7 @@ type streamConn struct {
 const shrinkAfter = 1 << 20
 
 func newStreamConn(st *yamux.Stream, o owner, t *tracker) *streamConn {
-	c := &streamConn{st: st, owner: o}
+	c := &streamConn{st: st, owner: o, t: t}
 	t.attach(st.StreamID(), c)
 	return c
 }
@@ -117,8 +164,9 @@ func (c *streamConn) peerClosed() {
 // keep later ones from waiting: a deadline is the one way out of yamux's
 // wait that does not depend on the stream's state, which yamux updates
 // late (tracker.markDead). Data already received stays readable.
-func (c *streamConn) sessionDied() {
+func (c *streamConn) sessionDied(cause error) {
 	c.mu.Lock()
+	c.deadErr = sessionClosed(cause)
 	c.dead.Store(true)
 	c.st.SetReadDeadline(longAgo)
 	c.st.SetWriteDeadline(longAgo)
@@ -149,8 +197,10 @@ func (c *streamConn) readErr(err error) error {
 		return net.ErrClosed
 	case err == io.EOF && c.peerFIN.Load():
 		return io.EOF
-	case c.dead.Load(), err == io.EOF:
+	case c.dead.Load():
 		// Also the timeout sessionDied set to end the read.
+		return c.deadErr
+	case err == io.EOF:
 		return ErrSessionClosed
 	case errors.Is(err, yamux.ErrConnectionReset):
 		return errReset
@@ -174,7 +224,7 @@ func (c *streamConn) Write(b []byte) (int, error) {
 	case c.peerFIN.Load():
 		return 0, errPeerClosed
 	case c.dead.Load():
-		return 0, ErrSessionClosed
+		return 0, c.deadErr
 	case c.writeDeadlinePassed():
 		return 0, os.ErrDeadlineExceeded
 	}
@@ -194,7 +244,7 @@ func (c *streamConn) writeErr(err error) error {
 		return errPeerClosed
 	case c.dead.Load():
 		// Also the timeout sessionDied set.
-		return ErrSessionClosed
+		return c.deadErr
 	case errors.Is(err, yamux.ErrConnectionReset):
 		return errReset
 	case errors.Is(err, yamux.ErrSessionShutdown), errors.Is(err, yamux.ErrStreamClosed):
@@ -261,8 +311,17 @@ type socket struct {
 
 var _ transport.Socket = (*socket)(nil)
 
-func newSocket(c *streamConn, max int) *socket {
-	return &socket{Socket: frame.NewSocket(c, max), c: c}
+func newSocket(c *streamConn, o options.Common) *socket {
+	return &socket{Socket: frame.NewSocket(c, o.MaxFrameSize).WithFrameTimeout(o.FrameTimeout), c: c}
+}
+
+// TLS reports the TLS state of the session's connection
+// (transport.TLSReporter): every stream of a session shares it.
+func (s *socket) TLS() (tls.ConnectionState, bool) {
+	if tc := s.c.t.tls; tc != nil {
+		return tc.ConnectionState(), true
+	}
+	return tls.ConnectionState{}, false
 }
 
 // Send sends m. A write deadline already past fails it with ErrTimeout and

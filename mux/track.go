@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -37,8 +38,13 @@ type tracker struct {
 	mu    sync.Mutex
 	flows map[uint32]*flow
 	// dead is set once the connection has failed or is being closed; the
-	// session is then over, whatever yamux has noticed so far.
-	dead bool
+	// session is then over, whatever yamux has noticed so far. cause is
+	// why: the connection's error, or nil when the session was closed.
+	dead  bool
+	cause error
+	// tls is the session's connection when it is TLS, for the streams'
+	// TLS state; set before any stream exists.
+	tls *tls.Conn
 }
 
 // flow is what the tracker knows of one stream. It is forgotten once both
@@ -67,7 +73,7 @@ func (t *tracker) attach(id uint32, c *streamConn) {
 		c.peerClosed()
 	}
 	if t.dead {
-		c.sessionDied()
+		c.sessionDied(t.cause)
 	}
 }
 
@@ -85,16 +91,19 @@ func (t *tracker) attach(id uint32, c *streamConn) {
 // So markDead runs where the failure is first seen: on a failed read or
 // write of the connection, and before the session is closed, by this
 // package or by yamux (tapConn.Close).
-func (t *tracker) markDead() {
+//
+// cause is the connection's error that ended the session, nil for a close;
+// the streams' errors wrap the first one given.
+func (t *tracker) markDead(cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.dead {
 		return
 	}
-	t.dead = true
+	t.dead, t.cause = true, cause
 	for _, f := range t.flows {
 		if f.conn != nil {
-			f.conn.sessionDied()
+			f.conn.sessionDied(cause)
 		}
 	}
 }
@@ -272,6 +281,7 @@ type tapConn struct {
 
 func newTapConn(c net.Conn, t *tracker) *tapConn {
 	_, raw := c.(*net.TCPConn)
+	t.tls, _ = c.(*tls.Conn)
 	tc := &tapConn{Conn: c, t: t, rawTCP: raw}
 	// Bound once, so a scan does not allocate a closure.
 	tc.inSeen = func(flags uint16, id uint32) { t.seen(false, flags, id) }
@@ -287,7 +297,7 @@ func (c *tapConn) Read(b []byte) (int, error) {
 			return n, nil
 		}
 		// yamux ends the session on any read error.
-		c.t.markDead()
+		c.t.markDead(err)
 		c.readErr = err
 		if c.in.atBoundary() {
 			c.ending = c.t.endFrames()
@@ -316,7 +326,7 @@ func (c *tapConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
 	c.out.scan(b[:n], c.outSeen)
 	if err != nil {
-		c.t.markDead() // yamux ends the session on any write error
+		c.t.markDead(err) // yamux ends the session on any write error
 	}
 	return n, err
 }
@@ -325,7 +335,7 @@ func (c *tapConn) Write(b []byte) (int, error) {
 // after shutting the session down, whoever closes the session: the
 // tracker is told first.
 func (c *tapConn) Close() error {
-	c.t.markDead()
+	c.t.markDead(nil)
 	return c.Conn.Close()
 }
 
@@ -360,7 +370,7 @@ func (c *tapConn) writeJoined(b []byte) (int, error) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		c.t.markDead()
+		c.t.markDead(err)
 	}
 	return body, err
 }

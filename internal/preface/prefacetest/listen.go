@@ -22,7 +22,6 @@ import (
 // at Warn for a zerodial peer of the wrong kind. It returns the listener,
 // still open, for checks of the transport's own.
 func ListenerDropsBadClients(t *testing.T, s Suite) transport.Listener {
-	s.setHandshakeTimeout(t, time.Second)
 	logs := &LogBuffer{}
 	l := s.Listen(t, Config{
 		Logger:           slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

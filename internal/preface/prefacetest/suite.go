@@ -66,18 +66,6 @@ type Suite struct {
 	Listen func(t *testing.T, cfg Config) transport.Listener
 	// OtherListen does as Listen with the other transport.
 	OtherListen func(t *testing.T, cfg Config) transport.Listener
-	// SetHandshakeTimeout, when not nil, shortens the handshake timeout of
-	// the Transports made afterwards, until the test ends, for a
-	// transport whose options do not take Config.HandshakeTimeout.
-	SetHandshakeTimeout func(t testing.TB, d time.Duration)
-}
-
-// setHandshakeTimeout applies d through SetHandshakeTimeout when the suite
-// has one.
-func (s Suite) setHandshakeTimeout(t testing.TB, d time.Duration) {
-	if s.SetHandshakeTimeout != nil {
-		s.SetHandshakeTimeout(t, d)
-	}
 }
 
 // speaks is the error Dial of s returns for a peer at addr that sent the
