@@ -60,6 +60,8 @@ func NewClientConn(ctx context.Context, conn net.Conn, opts ...Option) (*ClientC
 	t.mu.Lock()
 	t.all[cs] = struct{}{} // for Close
 	t.mu.Unlock()
+	// The peer may open streams too; Close waits for the loop.
+	t.goTracked(cs.acceptStreams)
 	return &ClientConn{t: t, cs: cs, remote: conn.RemoteAddr()}, nil
 }
 
@@ -125,6 +127,13 @@ func errClientConnClosed(peer string) error {
 // Transport's session. Dial fails with transport.ErrClosed afterwards.
 // Close waits for the goroutines of the ClientConn to end.
 func (cc *ClientConn) Close() error { return cc.t.Close() }
+
+// Incoming returns the Listener of the streams the peer opens on the
+// session (with Back, on its end), as Transport.Incoming does for a
+// Transport's sessions: serve it, with dispatch.Server.Serve or Start, to
+// answer the peer's calls over the connection this end made. Every call
+// returns the same Listener; Close closes it.
+func (cc *ClientConn) Incoming() transport.Listener { return cc.t.Incoming() }
 
 // RemoteAddr returns the remote address of the connection the session runs
 // over, as its streams report it.

@@ -12,6 +12,15 @@
 // stream only. A Listener serves a yamux session on every connection it
 // accepts and returns the streams of all of them from Accept.
 //
+// Either end of a session may open streams, so either end may serve and
+// call: Back turns a listener into a Transport whose Dial opens a stream
+// towards the peer of one of its sessions, named by the remote address
+// its handlers see, and Transport.Incoming (ClientConn.Incoming) is the
+// Listener of the streams so opened on a dialler's sessions. A server
+// thereby calls a client behind NAT over the connection the client made;
+// a client that serves nothing closes such streams at once, so the
+// server's call fails promptly rather than waiting.
+//
 // NewClientConn and NewServerConn run the two ends of one session over a
 // net.Conn the caller already has (a unix socket, net.Pipe, a proxy's
 // connection), for when the connection is not this package's to dial or
@@ -32,6 +41,7 @@
 // session to close, and a listener takes no more streams from that peer
 // until one of its streams closes. The limit bounds the memory, and the
 // goroutines serving streams, that one peer can make a listener hold.
+// Streams opened the other way (Back, Incoming) have a limit of their own.
 //
 // New takes this package's options, of type Option: WithMaxFrameSize,
 // WithTLS and WithLogger, which the tcp and memory packages have too under

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/mux"
 )
 
@@ -120,4 +121,76 @@ func ExampleNewClientConn() {
 	// Output:
 	// accepted a stream carrying first
 	// accepted a stream carrying second
+}
+
+// A server calls back the client that called it, over the connection the
+// client made, as it must when the client sits behind NAT: the handler
+// dials its caller's address, as CallInfo gives it, on Back's Transport,
+// and the client serves the streams opened back on Incoming.
+func ExampleBack() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	// The server: its handler asks the caller for its name.
+	srvTr := mux.New()
+	defer srvTr.Close()
+	l, err := srvTr.Listen("127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	back, err := mux.Back(l)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	err = dispatch.Handle(srv, "Hub.Hello", func(ctx context.Context, _ *struct{}, reply *string) error {
+		info, _ := dispatch.CallInfoFrom(ctx)
+		c, err := dispatch.Dial(ctx, back, info.RemoteAddr.String())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		var name string
+		if err := c.Call(ctx, "Agent.Name", struct{}{}, &name); err != nil {
+			return err
+		}
+		*reply = "hello, " + name
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+
+	// The client: it serves Agent.Name on the streams opened back.
+	tr := mux.New()
+	defer tr.Close()
+	agent := dispatch.NewServer()
+	defer agent.Close()
+	err = dispatch.Handle(agent, "Agent.Name", func(ctx context.Context, _ *struct{}, reply *string) error {
+		*reply = "agent-7"
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := agent.Start(tr.Incoming()); err != nil {
+		log.Fatal(err)
+	}
+
+	c, err := dispatch.Dial(ctx, tr, l.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	var reply string
+	if err := c.Call(ctx, "Hub.Hello", struct{}{}, &reply); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(reply)
+	// Output: hello, agent-7
 }

@@ -82,11 +82,21 @@ type listener struct {
 
 // serverSession is one accepted connection's session.
 type serverSession struct {
-	l     *listener
-	sess  *yamux.Session
-	tr    *tracker
-	slots chan struct{} // a token per stream handed out, with a stream limit
-	live  int           // streams handed out (queued or accepted), not closed; l.mu
+	l    *listener
+	sess *yamux.Session
+	tr   *tracker
+	// remote is the accepted connection's RemoteAddr().String(), the
+	// address a handler sees and Back's Dial names the session by.
+	remote string
+	// slots holds a token per stream the peer opened and this end handed
+	// out, with a stream limit; backSlots one per stream Back opened. Each
+	// direction has its own, so that neither end's streams can use up the
+	// room the other's need.
+	slots, backSlots chan struct{}
+	// live counts the streams handed out (queued, accepted, or opened by
+	// Back) and not closed; l.mu. The session of a closed listener ends
+	// when it reaches 0.
+	live int
 }
 
 func (l *listener) Addr() net.Addr { return l.addr }
@@ -257,9 +267,10 @@ func prefaceLogLevel(err error) slog.Level {
 // it with the listener. On failure c is closed.
 func (l *listener) startSession(c net.Conn, remote string) (*serverSession, error) {
 	log := l.cfg.Logger
-	ss := &serverSession{l: l, tr: newTracker()}
+	ss := &serverSession{l: l, tr: newTracker(), remote: remote}
 	if n := l.cfg.streamLimit; n > 0 {
 		ss.slots = make(chan struct{}, n)
+		ss.backSlots = make(chan struct{}, n)
 	}
 	sess, err := yamux.Server(newTapConn(c, ss.tr), l.cfg.sessionConfig(newSessionLogger(log, "server", remote)))
 	if err != nil {
@@ -348,15 +359,21 @@ func (l *listener) enqueue(c *streamConn) {
 	}
 }
 
-// streamClosed is called once per stream handed out, when it is closed.
-func (ss *serverSession) streamClosed() {
+// streamClosed is called once per stream the peer opened and this end
+// handed out, when it is closed.
+func (ss *serverSession) streamClosed() { ss.release(ss.slots) }
+
+// release undoes the accounting of one stream: its count in live and, if
+// slots is not nil, its token there. The session of a closed listener is
+// closed with its last stream.
+func (ss *serverSession) release(slots chan struct{}) {
 	l := ss.l
 	l.mu.Lock()
 	ss.live--
 	closeNow := l.closed && ss.live == 0
 	l.mu.Unlock()
-	if ss.slots != nil {
-		<-ss.slots
+	if slots != nil {
+		<-slots
 	}
 	if closeNow {
 		ss.close()

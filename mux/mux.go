@@ -36,6 +36,10 @@ type Transport struct {
 	// all holds every session not yet known to be closed, including those
 	// retired from current that still carry streams.
 	all map[*clientSession]struct{}
+	// incoming is the Listener of the streams peers open on this
+	// Transport's sessions, made by the first call to Incoming; nil until
+	// then, and the sessions close those streams at once.
+	incoming *incoming
 	// wg counts the goroutines Close waits for.
 	wg sync.WaitGroup
 }
@@ -156,10 +160,10 @@ func dialCtxErr(addr string, err error) error {
 }
 
 // Close closes every session this Transport dialled, and with them their
-// streams, whose Send and Recv then fail with ErrSessionClosed. Dial fails
-// with transport.ErrClosed afterwards. Listeners are not affected: close
-// them on their own. Close waits for the Transport's goroutines to end, so
-// that none outlives it.
+// streams, whose Send and Recv then fail with ErrSessionClosed, and closes
+// the Listener Incoming returns. Dial fails with transport.ErrClosed
+// afterwards. Listeners are not affected: close them on their own. Close
+// waits for the Transport's goroutines to end, so that none outlives it.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	if t.closed {
@@ -174,8 +178,14 @@ func (t *Transport) Close() error {
 	}
 	clear(t.all)
 	clear(t.current)
+	in := t.incoming
 	t.mu.Unlock()
 
+	// First, so that no session's accept loop stays blocked handing a
+	// stream to it: Close waits for those loops.
+	if in != nil {
+		in.Close()
+	}
 	for _, cs := range all {
 		cs.close()
 	}

@@ -202,8 +202,11 @@ func WithKeepAlive(interval time.Duration) Option {
 // stops taking streams from a session past the limit, so its peer's opens
 // wait, unacknowledged, in the accept backlog (WithAcceptBacklog), where a
 // mux dialler's Dial waits for room. Both ends should allow what the
-// application needs. Zero means no limit, leaving what one peer can make
-// this end hold unbounded; a negative n makes Dial and Listen fail.
+// application needs. The streams opened the other way (Back, Incoming)
+// are bounded by n apart, so that neither way's streams can use up the
+// room the other's need: a session holds at most n streams each way. Zero
+// means no limit, leaving what one peer can make this end hold unbounded;
+// a negative n makes Dial and Listen fail.
 func WithStreamLimit(n int) Option {
 	return option(func(c *config) {
 		if n < 0 {

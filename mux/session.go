@@ -18,8 +18,13 @@ type clientSession struct {
 	t    *Transport
 	addr string
 	tr   *tracker
-	// slots holds a token per open stream when the stream limit is set.
-	slots chan struct{}
+	// slots holds a token per stream this end's Dials opened, and inSlots
+	// one per stream the peer opened that was handed to Incoming, when the
+	// stream limit is set. They are apart so that a peer opening streams
+	// back can never make this end's Dials wait, nor the other way round;
+	// inSlots bounds what the peer can make this end hold, as a listener's
+	// slots do.
+	slots, inSlots chan struct{}
 
 	// ready is closed when the connection attempt ends; sess or err is set
 	// before.
@@ -29,8 +34,10 @@ type clientSession struct {
 	err    error
 
 	// Guarded by t.mu.
-	waiters int  // Dials waiting for ready
-	live    int  // streams handed out and not yet closed
+	waiters int // Dials waiting for ready
+	// live counts the streams handed out, dialled or opened by the peer,
+	// and not yet closed: the session must outlive every one of them.
+	live    int
 	retired bool // no longer in t.current: closed once live reaches 0
 }
 
@@ -108,6 +115,7 @@ func (t *Transport) newClientSession(addr string, cancel context.CancelFunc) *cl
 	}
 	if n := t.cfg.streamLimit; n > 0 {
 		cs.slots = make(chan struct{}, n)
+		cs.inSlots = make(chan struct{}, n)
 	}
 	return cs
 }
@@ -126,7 +134,8 @@ func (cs *clientSession) isDead() bool {
 	return isDone(cs.ready) && cs.err == nil && cs.sess.IsClosed()
 }
 
-// run connects the session, then waits for it to close and forgets it.
+// run connects the session, then takes the streams the peer opens on it
+// (acceptStreams) until it closes, and forgets it.
 func (cs *clientSession) run(ctx context.Context) {
 	defer cs.cancel()
 	t := cs.t
@@ -156,6 +165,7 @@ func (cs *clientSession) run(ctx context.Context) {
 	close(cs.ready)
 	t.mu.Unlock()
 
+	cs.acceptStreams()
 	<-sess.CloseChan()
 	t.mu.Lock()
 	delete(t.all, cs)
@@ -210,7 +220,7 @@ func (cs *clientSession) open(ctx context.Context) (*streamConn, error) {
 			return nil, &retireError{yamux.ErrSessionShutdown}
 		}
 	}
-	st, err := cs.openStream(ctx)
+	st, err := openStream(ctx, cs.sess, cs.t.goTracked)
 	if err != nil {
 		cs.releaseSlot()
 		// A connection that failed to take the stream's opening frame
@@ -236,12 +246,13 @@ func (cs *clientSession) open(ctx context.Context) (*streamConn, error) {
 	return newStreamConn(st, cs, cs.tr), nil
 }
 
-// openStream calls OpenStream, which waits without a context when the
+// openStream calls sess.OpenStream, which waits without a context when the
 // peer's accept backlog is full; a ctx that can end runs it on a goroutine
-// and leaves it to close the stream if ctx ends first.
-func (cs *clientSession) openStream(ctx context.Context) (*yamux.Stream, error) {
+// started by spawn and leaves it to close the stream if ctx ends first.
+// spawn reports false, and starts nothing, when its owner is closed.
+func openStream(ctx context.Context, sess *yamux.Session, spawn func(func()) bool) (*yamux.Stream, error) {
 	if ctx.Done() == nil {
-		return cs.sess.OpenStream()
+		return sess.OpenStream()
 	}
 	type result struct {
 		st  *yamux.Stream
@@ -252,8 +263,8 @@ func (cs *clientSession) openStream(ctx context.Context) (*yamux.Stream, error) 
 		abandoned bool
 		ch        = make(chan result, 1)
 	)
-	started := cs.t.goTracked(func() {
-		st, err := cs.sess.OpenStream()
+	started := spawn(func() {
+		st, err := sess.OpenStream()
 		mu.Lock()
 		defer mu.Unlock()
 		if abandoned {
@@ -291,14 +302,22 @@ func (cs *clientSession) releaseSlot() {
 	}
 }
 
-// streamClosed is called once per stream handed out, when it is closed.
-func (cs *clientSession) streamClosed() {
+// streamClosed is called once per stream Dial handed out, when it is
+// closed.
+func (cs *clientSession) streamClosed() { cs.release(cs.slots) }
+
+// release undoes the accounting of one stream: its count in live and, if
+// slots is not nil, its token there. A retired session is closed with its
+// last stream.
+func (cs *clientSession) release(slots chan struct{}) {
 	t := cs.t
 	t.mu.Lock()
 	cs.live--
 	closeNow := cs.retired && cs.live == 0
 	t.mu.Unlock()
-	cs.releaseSlot()
+	if slots != nil {
+		<-slots
+	}
 	if closeNow {
 		cs.close()
 	}

@@ -323,8 +323,15 @@ func (c *tapConn) Write(b []byte) (int, error) {
 		c.holding = true
 		return len(b), nil
 	}
+	// Seen before it is written: the peer's answer to a frame can be read
+	// before the write returns, and an answer (a FIN, a RST) to a SYN the
+	// tracker has not seen yet would be ignored as a frame of a stream
+	// already forgotten. A peer that closes a stream as soon as it is
+	// opened, as a dialler serving nothing does (Incoming), answers that
+	// fast. A write that fails ends the session, so bytes seen but not
+	// sent do not matter.
+	c.out.scan(b, c.outSeen)
 	n, err := c.Conn.Write(b)
-	c.out.scan(b[:n], c.outSeen)
 	if err != nil {
 		c.t.markDead(err) // yamux ends the session on any write error
 	}
@@ -346,6 +353,9 @@ const maxJoined = 64 << 10
 // the connection allows. It reports the bytes of b written.
 func (c *tapConn) writeJoined(b []byte) (int, error) {
 	c.holding = false
+	// Seen before they are written, as in Write.
+	c.out.scan(c.held[:], c.outSeen)
+	c.out.scan(b, c.outSeen)
 	var n int64
 	var err error
 	if c.rawTCP {
@@ -363,9 +373,7 @@ func (c *tapConn) writeJoined(b []byte) (int, error) {
 		}
 	}
 	h := min(n, hdrLen)
-	c.out.scan(c.held[:h], c.outSeen)
 	body := int(n - h)
-	c.out.scan(b[:body], c.outSeen)
 	if err == nil && h < hdrLen {
 		err = io.ErrShortWrite
 	}
