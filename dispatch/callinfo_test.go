@@ -21,7 +21,7 @@ var pathNames = []dispatch.Path{"memory", "tcp", "mux", dispatch.PathShortcutCop
 
 // dialPath serves srv on a new listener of path p's transport and returns
 // a Client of it that takes p, made with opts, and the listener's address.
-func dialPath(t *testing.T, p dispatch.Path, srv *dispatch.Server, opts ...dispatch.ClientOption) (*dispatch.Client, string) {
+func dialPath(t testing.TB, p dispatch.Path, srv *dispatch.Server, opts ...dispatch.ClientOption) (*dispatch.Client, string) {
 	var tr transport.Transport
 	listen := "127.0.0.1:0"
 	switch p {

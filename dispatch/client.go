@@ -260,7 +260,7 @@ func (c *Client) expectedPath(name string) Path {
 		return c.netPath
 	}
 	if c.opts.shortcut == ShortcutDirect {
-		if m, _ := c.method(e.srv, name); m != nil && m.borrows {
+		if m, _ := c.method(e.srv, name); m != nil && m.borrows && m.stream == nil {
 			return PathShortcutDirect
 		}
 	}

@@ -37,6 +37,9 @@ type clientConn struct {
 	next    uint64   // the next sequence number never used
 	free    []uint64 // numbers whose replies have come back, for reuse
 	pending map[uint64]*pending
+	// streams are the streams whose end has not arrived, by Seq, which
+	// they take from the same numbers as calls.
+	streams map[uint64]*clientStream
 	err     error // why the connection ended; nil while it works
 	done    chan struct{}
 }
@@ -66,6 +69,7 @@ func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger) *clie
 		req:     transport.Message{Header: make(map[string]string, 4)},
 		sending: make(chan struct{}, 1),
 		pending: make(map[uint64]*pending),
+		streams: make(map[uint64]*clientStream),
 		done:    make(chan struct{}),
 	}
 	go cc.readLoop()
@@ -97,8 +101,13 @@ func (cc *clientConn) fail(err error) {
 	}
 	ps := cc.pending
 	cc.pending = make(map[uint64]*pending)
+	ss := cc.streams
+	cc.streams = make(map[uint64]*clientStream)
 	cc.mu.Unlock()
 	err = cc.failure()
+	for _, s := range ss {
+		s.failed(err)
+	}
 	for _, p := range ps {
 		if p == abandoned {
 			continue
@@ -346,6 +355,23 @@ func (cc *clientConn) readLoop() {
 			return
 		}
 		cc.mu.Lock()
+		if s := cc.streams[seq]; s != nil {
+			cc.mu.Unlock()
+			if err := cc.streamFrame(s, &m); err != nil {
+				cc.log.Warn("dispatch: closing connection: bad stream frame", "remote", cc.sock.RemoteAddr(), "seq", seq, "err", err)
+				cc.fail(connFailed(fmt.Errorf("%w: bad stream frame: %w", transport.ErrProtocol, err)))
+				cc.sock.Close()
+				return
+			}
+			shed(&m)
+			continue
+		}
+		if _, ok := m.Header[rpcwire.Stream]; ok {
+			// A frame of a stream that has ended (a grant that crossed
+			// its end): never a call's reply, whose Seq may be reused.
+			cc.mu.Unlock()
+			continue
+		}
 		p, ok := cc.pending[seq]
 		if ok {
 			delete(cc.pending, seq)

@@ -30,4 +30,7 @@
 //     owns is touched afterwards.
 //   - Context values. Only metadata (WithMetadata, MetadataFrom) crosses from
 //     caller to handler; no other context value does.
+//
+// Streams (HandleStream, OpenStream, CallStream) follow the same rules on
+// the same paths, with flow control per direction (WithStreamWindow).
 package dispatch

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/zerodial/transport/dispatch"
@@ -440,4 +441,91 @@ func Example_tls() {
 	// mutual: true off 4 <nil>
 	// mutual: true copy 4 <nil>
 	// mutual: true no client certificate, refused: true
+}
+
+// A server-streaming method sends any number of replies to one request;
+// the caller ranges over them.
+func ExampleCallStream() {
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	err := dispatch.HandleStream(srv, "Count.Up", func(ctx context.Context, s *dispatch.ServerStream[int, int]) error {
+		for n, err := range s.Recv() { // the one request: how far to count
+			if err != nil {
+				return err
+			}
+			for i := 1; i <= *n; i++ {
+				if err := s.Send(&i); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("count")
+	_ = srv.Start(l)
+	c, _ := dispatch.Dial(context.Background(), tr, "count")
+	defer c.Close()
+
+	for n, err := range dispatch.CallStream[int, int](context.Background(), c, "Count.Up", new(3)) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(*n)
+	}
+	// Output:
+	// 1
+	// 2
+	// 3
+}
+
+// A bidirectional stream: the caller sends while it receives; the handler
+// answers each message as it comes.
+func ExampleOpenStream() {
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	err := dispatch.HandleStream(srv, "Echo.Shout", func(ctx context.Context, s *dispatch.ServerStream[string, string]) error {
+		for m, err := range s.Recv() {
+			if err != nil {
+				return err
+			}
+			loud := strings.ToUpper(*m) + "!"
+			if err := s.Send(&loud); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("echo")
+	_ = srv.Start(l)
+	c, _ := dispatch.Dial(context.Background(), tr, "echo")
+	defer c.Close()
+
+	s, err := dispatch.OpenStream[string, string](context.Background(), c, "Echo.Shout")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	go func() {
+		for _, w := range []string{"hello", "streams"} {
+			_ = s.Send(&w)
+		}
+		_ = s.CloseSend()
+	}()
+	for m, err := range s.Recv() {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(*m)
+	}
+	// Output:
+	// HELLO!
+	// STREAMS!
 }

@@ -50,6 +50,10 @@ type method struct {
 	// moveReply sets *dst = *src, both *R.
 	moveReply func(dst, src any)
 	argType   reflect.Type // A
+
+	// stream is set for a streaming method (HandleStream), which has none
+	// of the unary fields above but name, takesCtx and borrows.
+	stream *streamMethod
 }
 
 // planArgs marks m as borrowing and sets m.copyArgs for arguments of type a.

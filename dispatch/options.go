@@ -7,6 +7,7 @@ import (
 
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/options"
+	"github.com/zerodial/transport/internal/rpcwire"
 )
 
 // ServerOption configures NewServer. Options are checked when the Server
@@ -31,6 +32,7 @@ type serverOptions struct {
 	maxConnBytes int64
 	replyTimeout time.Duration
 	idleTimeout  time.Duration
+	streamWindow int
 	problems     options.Problems // invalid options, reported by Serve and Start
 }
 
@@ -180,6 +182,46 @@ func WithLogger(l *slog.Logger) Option {
 	return loggerOption{l}
 }
 
+// DefaultStreamWindow is the receive window of each direction of a stream,
+// in bytes of encoded messages, unless WithStreamWindow says otherwise:
+// 256 KiB, as a mux stream's.
+const DefaultStreamWindow = 256 << 10
+
+// streamWindowOption is WithStreamWindow's: one option for both ends.
+type streamWindowOption int
+
+func (o streamWindowOption) applyServer(s *serverOptions) {
+	if o.check(&s.problems) {
+		s.streamWindow = int(o)
+	}
+}
+
+func (o streamWindowOption) applyClient(c *clientOptions) {
+	if o.check(&c.problems) {
+		c.streamWindow = int(o)
+	}
+}
+
+func (o streamWindowOption) check(p *options.Problems) bool {
+	if o < 1 || o > rpcwire.MaxWindow {
+		p.Invalid("WithStreamWindow", int(o), fmt.Sprintf("must be from 1 to %d", rpcwire.MaxWindow))
+		return false
+	}
+	return true
+}
+
+// WithStreamWindow sets the receive window of every stream at this end, in
+// bytes of encoded messages: how much the peer may send on one stream
+// before this end's consumer has taken it. It is what bounds the memory a
+// stream holds when its consumer is slower than its producer — a sender
+// whose credit is spent waits — and, over a long round trip, what bounds a
+// stream's throughput to about a window per round trip. A Server's applies
+// to what callers send to its handlers; a Client's to what handlers send
+// to it. One message larger than the window still goes when the sender
+// has at most half the window outstanding, so any message within the frame
+// limit passes. n must be from 1 to 1 GiB.
+func WithStreamWindow(n int) Option { return streamWindowOption(n) }
+
 // WithServerCodecs adds codecs a server accepts, beside msgpack, chosen per
 // request by its Content-Type.
 func WithServerCodecs(cs ...codec.Codec) ServerOption {
@@ -199,6 +241,7 @@ type clientOptions struct {
 	codec        codec.Codec
 	shortcut     ShortcutMode
 	logger       *slog.Logger
+	streamWindow int
 	problems     options.Problems
 }
 
@@ -280,6 +323,7 @@ func newServerOptions(opts []ServerOption) serverOptions {
 		maxConnBytes: DefaultMaxBytesPerConn,
 		replyTimeout: DefaultReplyTimeout,
 		idleTimeout:  DefaultIdleTimeout,
+		streamWindow: DefaultStreamWindow,
 	}
 	for _, opt := range opts {
 		if opt != nil {
@@ -292,7 +336,8 @@ func newServerOptions(opts []ServerOption) serverOptions {
 // newClientOptions applies opts to the defaults; nil options are skipped.
 // The error joins every invalid option.
 func newClientOptions(opts []ClientOption) (clientOptions, error) {
-	o := clientOptions{codec: codec.Msgpack, logger: slog.New(slog.DiscardHandler), problems: options.NewProblems("dispatch")}
+	o := clientOptions{codec: codec.Msgpack, logger: slog.New(slog.DiscardHandler), streamWindow: DefaultStreamWindow,
+		problems: options.NewProblems("dispatch")}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.applyClient(&o)

@@ -118,7 +118,21 @@ func (c *serverConn) run() {
 			c.cancel(seq)
 			continue
 		}
-		call := c.start(m, seq, seqText)
+		open := false
+		if kind, ok := m.Header[rpcwire.Stream]; ok {
+			if open = kind == rpcwire.StreamOpen; !open {
+				// A frame of a stream in flight: hand it to the stream,
+				// which never makes the reader wait.
+				ok := c.streamFrame(seq, kind, m)
+				shed(m)
+				if !ok {
+					c.finish()
+					return
+				}
+				continue
+			}
+		}
+		call := c.start(m, seq, seqText, open)
 		shed(m) // decoded: what a large request held is not kept
 		if call != nil {
 			c.srv.work(c)
@@ -140,27 +154,41 @@ func (c *serverConn) finish() {
 	close(c.done)
 }
 
-// start prepares one call and returns it, or answers it at once with an
-// error and returns nil. Arguments are decoded here, since the next Recv
-// reuses the message.
-func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *serverCall {
+// start prepares one call, or one stream when open is set, and returns it,
+// or answers it at once with an error and returns nil. Arguments are
+// decoded here, since the next Recv reuses the message.
+func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, open bool) *serverCall {
 	name := m.Header[rpcwire.ServiceMethod]
 	if !c.srv.gate.enter() {
-		c.reply(seqText, name, nil, nil, nil, errShuttingDown)
+		c.refuse(open, seqText, name, errShuttingDown)
 		return nil
 	}
 	meth, e := c.srv.lookup(name)
+	if e == nil && (meth.stream != nil) != open {
+		if open {
+			e = notStreamingError(name)
+		} else {
+			e = streamingError(name)
+		}
+	}
 	var cdc codec.Codec
 	if e == nil {
 		cdc, e = c.srv.codecFor(m.Header[rpcwire.ContentType])
 	}
 	var args, reply any
-	if e == nil {
+	if e == nil && !open {
 		args, reply = meth.newPair()
 		e = decodeArgs(cdc, meth, m.Body, args)
 	}
+	window := DefaultStreamWindow // the caller's, for what the handler sends
+	if t, ok := m.Header[rpcwire.Window]; ok && e == nil && open {
+		var err error
+		if window, err = rpcwire.ParseWindow(t); err != nil {
+			e = &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Window " + strconv.Quote(t)}
+		}
+	}
 	if e != nil {
-		c.reply(seqText, name, nil, nil, nil, e)
+		c.refuse(open, seqText, name, e)
 		c.srv.gate.leave()
 		return nil
 	}
@@ -170,11 +198,14 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 	if t, ok := m.Header[rpcwire.Timeout]; ok {
 		d, err := rpcwire.ParseTimeout(t)
 		if err != nil {
-			c.reply(seqText, name, nil, nil, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Timeout " + strconv.Quote(t)})
+			c.refuse(open, seqText, name, &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Timeout " + strconv.Quote(t)})
 			c.srv.gate.leave()
 			return nil
 		}
 		call.setDeadline(d)
+	}
+	if open {
+		call.stream = newServerStream(call, window)
 	}
 
 	c.mu.Lock()
@@ -193,7 +224,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 	if refuse != nil {
 		c.mu.Unlock()
 		call.cancel(context.Canceled)
-		c.reply(seqText, name, nil, nil, nil, refuse)
+		c.refuse(open, seqText, name, refuse)
 		c.srv.gate.leave()
 		return nil
 	}
@@ -206,8 +237,21 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string) *se
 	return call
 }
 
+// refuse answers a call, or the opening of a stream, with e at once.
+func (c *serverConn) refuse(open bool, seqText, name string, e *Error) {
+	if open {
+		c.endStream(seqText, nil, e)
+		return
+	}
+	c.reply(seqText, name, nil, nil, nil, e)
+}
+
 // run runs the call and sends its reply, on a worker goroutine.
 func (call *serverCall) run() {
+	if call.stream != nil {
+		call.runStream()
+		return
+	}
 	c := call.conn
 	defer c.srv.gate.leave()
 	var e *Error

@@ -95,7 +95,9 @@ func (s *Server) add(ms ...*method) error {
 		if _, dup := next.methods[m.name]; dup {
 			return fmt.Errorf("dispatch: method %s already registered", m.name)
 		}
-		m.handler = chain(s.opts.interceptors, m.name, m.call)
+		if m.stream == nil {
+			m.handler = chain(s.opts.interceptors, m.name, m.call)
+		}
 		m.seesCtx = m.takesCtx || len(s.opts.interceptors) > 0
 		m.srv = s
 		next.methods[m.name] = m
@@ -147,11 +149,17 @@ func (s *Server) lookup(serviceMethod string) (*method, *Error) {
 func (s *Server) invoke(ctx context.Context, m *method, args, reply any) (e *Error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.opts.logger.Error("dispatch: handler panicked", "method", m.name, "panic", r, "stack", string(debug.Stack()))
-			e = &Error{Code: CodeInternal, Message: fmt.Sprintf("dispatch: panic in %s: %v", m.name, r)}
+			e = s.panicked(m, r)
 		}
 	}()
 	return toError(m.handler(ctx, args, reply))
+}
+
+// panicked logs the panic r of m's handler and returns the caller's error
+// for it: the panic rule, the same for calls and streams.
+func (s *Server) panicked(m *method, r any) *Error {
+	s.opts.logger.Error("dispatch: handler panicked", "method", m.name, "panic", r, "stack", string(debug.Stack()))
+	return &Error{Code: CodeInternal, Message: fmt.Sprintf("dispatch: panic in %s: %v", m.name, r)}
 }
 
 // goexitError is what a caller gets when the handler of name ended its

@@ -27,6 +27,8 @@ type serverCall struct {
 	seqText string
 	name    string
 	size    int64 // the request's body, counted in the connection's bytes
+	// stream is the handler's side of a stream; nil for a unary call.
+	stream *serverStream
 
 	deadline    time.Time
 	hasDeadline bool

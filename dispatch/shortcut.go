@@ -49,7 +49,7 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 		return true, ctxError(ctx)
 	}
 	if c.opts.shortcut == ShortcutDirect {
-		if m, _ := c.method(srv, name); m != nil && m.borrows {
+		if m, _ := c.method(srv, name); m != nil && m.borrows && m.stream == nil {
 			if ok, err := c.direct(ctx, e, m, args, reply, ans); ok {
 				if info != nil {
 					info.Path = PathShortcutDirect
@@ -265,6 +265,9 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	m, e := c.method(srv, name)
 	if e != nil {
 		return e
+	}
+	if m.stream != nil {
+		return streamingError(name)
 	}
 	cdc, e := srv.codecFor(c.ctype)
 	if e != nil {

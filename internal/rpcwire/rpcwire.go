@@ -15,7 +15,9 @@ import (
 // Header keys. A request carries ServiceMethod, Seq, and optionally
 // ContentType, Timeout and metadata (MetadataPrefix); a response carries
 // ServiceMethod and Seq, plus Error and optionally ErrorCode when the call
-// failed; a Cancel message carries Seq and Cancel.
+// failed; a Cancel message carries Seq and Cancel. The frames of a stream
+// carry Seq and Stream, whose value says which frame it is (StreamOpen,
+// StreamMsg, StreamEnd, StreamWindow), and a window frame carries Window.
 const (
 	// ServiceMethod names the method called, as "Service.Method".
 	ServiceMethod = "Service-Method"
@@ -36,7 +38,31 @@ const (
 	ErrorCode = "Error-Code"
 	// Cancel marks a message that cancels the call its Seq names.
 	Cancel = "Cancel"
+	// Stream marks a frame of a stream; its value is the frame's kind.
+	Stream = "Stream"
+	// Window is the credit, in bytes, that a window frame grants: the
+	// receiver's whole window in the first one a receiver sends (and in
+	// the open frame), the bytes it has consumed in every later one.
+	Window = "Window"
 )
+
+// The values of the Stream header.
+const (
+	// StreamOpen opens a stream (caller to server), in place of a request.
+	StreamOpen = "open"
+	// StreamMsg carries one message of a stream, either way.
+	StreamMsg = "msg"
+	// StreamEnd ends one side: from the caller, its half-close; from the
+	// server, the end of the stream, with Error and ErrorCode if the
+	// handler failed.
+	StreamEnd = "end"
+	// StreamWindow grants credit (Window), either way.
+	StreamWindow = "window"
+)
+
+// MaxWindow bounds a Window value, so that credit fits an int on every
+// platform with room to add to it.
+const MaxWindow = 1 << 30
 
 // ErrMalformed is wrapped by the errors of the parsers below.
 var ErrMalformed = errors.New("malformed RPC header")
@@ -82,4 +108,17 @@ func ParseTimeout(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: %s header %q is not a decimal count of nanoseconds", ErrMalformed, Timeout, s)
 	}
 	return time.Duration(n), nil
+}
+
+// FormatWindow is n as Window carries it.
+func FormatWindow(n int) string { return strconv.Itoa(n) }
+
+// ParseWindow reads a Window value: a decimal count of bytes, from 1 to
+// MaxWindow (a grant of nothing is never sent).
+func ParseWindow(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || !decimal(s) || n < 1 || n > MaxWindow {
+		return 0, fmt.Errorf("%w: %s header %q is not a decimal count of bytes from 1 to %d", ErrMalformed, Window, s, MaxWindow)
+	}
+	return n, nil
 }

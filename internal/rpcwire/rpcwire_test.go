@@ -52,3 +52,17 @@ func FuzzParseTimeout(f *testing.F) {
 		}
 	})
 }
+
+func TestWindow(t *testing.T) {
+	for _, n := range []int{1, 262144, MaxWindow} {
+		got, err := ParseWindow(FormatWindow(n))
+		if err != nil || got != n {
+			t.Errorf("round trip of %d: %d, %v", n, got, err)
+		}
+	}
+	for _, s := range []string{"", "0", "-1", "+1", " 1", "1e3", "1073741825", "99999999999999999999"} {
+		if _, err := ParseWindow(s); !errors.Is(err, ErrMalformed) {
+			t.Errorf("ParseWindow(%q): %v, want ErrMalformed", s, err)
+		}
+	}
+}

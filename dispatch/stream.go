@@ -1,0 +1,403 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"reflect"
+	"strings"
+
+	"github.com/zerodial/transport/codec"
+)
+
+// Streams. A streaming method, registered with HandleStream, exchanges any
+// number of messages each way with its caller (OpenStream, or CallStream
+// for the common server-streaming shape) over the same paths as unary
+// calls, with the same router, error mapping, panic rule, deadline rule and
+// metadata. Each direction has flow control in bytes (WithStreamWindow):
+// a sender whose peer has not consumed what it sent waits, so a slow
+// consumer holds a bounded amount of memory, and one stalled stream never
+// holds up the other calls and streams of its connection.
+
+// ErrStreamDone is returned by a Send on a stream that can carry no more
+// messages that way, when there is no error more telling: the caller's
+// Send after CloseSend or Close, or after the handler returned without
+// error (the handler's error, when it failed, is returned instead, and
+// yielded by Recv); a direct-mode Send whose message the receiver dropped
+// unread because it stopped receiving.
+var ErrStreamDone = errors.New("dispatch: the stream has ended")
+
+// callerEnd is the caller's half of a stream, on whichever path it took.
+// Send and CloseSend come from one goroutine at a time, and so do next and
+// done; close may come from any.
+type callerEnd interface {
+	send(m any) error // m is a non-nil *In
+	closeSend() error
+	// next returns the next message from the handler, io.EOF after the
+	// last when the handler succeeded, or why the stream ended.
+	next() (item, error)
+	done()       // the caller has finished with the message next returned
+	close()      // Close: cancel the stream unless it has ended; receive no more
+	ended() bool // the handler's end has arrived
+	codec() codec.Codec
+}
+
+// handlerEnd is the handler's half of a stream.
+type handlerEnd interface {
+	send(m any) error // m is a non-nil *Out
+	next() (item, error)
+	done() // the handler has finished with the message next returned
+	codec() codec.Codec
+}
+
+// streamMethod is what a method registered by HandleStream adds to method.
+type streamMethod struct {
+	in, out reflect.Type // In and Out, for the shortcut's direct mode
+	run     func(ctx context.Context, end handlerEnd) error
+}
+
+// HandleStream registers fn as the streaming method name ("Service.Method")
+// of srv, beside unary methods under the same names' rules: a name taken
+// by any method is an error. fn runs once per stream, with a context that
+// carries the caller's deadline and metadata (MetadataFrom), its CallInfo
+// (CallInfoFrom) and reply metadata (SetReplyMetadata, sent with the end
+// of the stream); the context ends when the caller's context ends, when the
+// caller closes the stream, or when the connection does. What fn returns
+// ends the stream: the caller's Recv yields its error, if any, after the
+// messages sent before it, mapped as a unary call's error is (an *Error
+// with its code; a panic is CodeInternal).
+//
+// Borrows may be given: for a ShortcutDirect caller, fn's messages then
+// pass by pointer, with no codec. A message fn Sends is handed to the
+// caller as is, and Send returns only once the caller has finished with it
+// (has asked for the next, or stopped) — a rendezvous — so fn may reuse it
+// after Send returns, and must put nothing in it that it changes later.
+// The rendezvous holds even when the stream's context has ended: a Send
+// whose message the caller has taken waits for the caller to let go of it,
+// which it does when its loop body returns. The caller's messages still go
+// through the codec, as in ShortcutCopy: a rendezvous both ways would
+// deadlock any caller or handler that Sends from inside its Recv loop.
+// CallStream's arguments, when its handler runs on the caller's goroutine
+// (see CallStream), are the caller's own value, which fn reads only until
+// it returns and keeps no reference to. Unary interceptors
+// (WithInterceptors) do not wrap streams.
+func HandleStream[In, Out any](srv *Server, name string, fn func(ctx context.Context, s *ServerStream[In, Out]) error, opts ...RegisterOption) error {
+	if fn == nil {
+		return fmt.Errorf("dispatch: HandleStream %s: nil function", name)
+	}
+	ro, err := registerOpts(opts)
+	if err != nil {
+		return fmt.Errorf("dispatch: HandleStream %s: %w", name, err)
+	}
+	dot := strings.LastIndex(name, ".")
+	short := name[dot+1:]
+	if err := ro.check(name[:max(dot, 0)], []string{short}); err != nil {
+		return fmt.Errorf("dispatch: HandleStream %s: %w", name, err)
+	}
+	m := &method{
+		name:     name,
+		takesCtx: true,
+		borrows:  ro.borrowing(short),
+		stream: &streamMethod{
+			in:  reflect.TypeFor[In](),
+			out: reflect.TypeFor[Out](),
+			run: func(ctx context.Context, end handlerEnd) error {
+				return fn(ctx, &ServerStream[In, Out]{end: end, name: name})
+			},
+		},
+	}
+	return srv.add(m)
+}
+
+// streamingError is what a unary call of a streaming method gets, on every
+// path.
+func streamingError(name string) *Error {
+	return &Error{Code: CodeInvalidArgument, Message: "dispatch: " + name + " is a streaming method; call it with OpenStream or CallStream"}
+}
+
+// notStreamingError is what a stream opened on a unary method gets.
+func notStreamingError(name string) *Error {
+	return &Error{Code: CodeInvalidArgument, Message: "dispatch: " + name + " is not a streaming method; call it with Call"}
+}
+
+// ServerStream is a handler's side of a stream: the caller's messages
+// (Recv) and the handler's (Send). Recv and Send may be used from two
+// goroutines at once, but neither from two.
+type ServerStream[In, Out any] struct {
+	end  handlerEnd
+	name string
+	msg  In
+}
+
+// Recv yields the caller's messages in order. The range ends without an
+// error once the caller has closed its side (CloseSend); a failure — the
+// caller gone, the context ended, a message that cannot be decoded — is
+// yielded once as (nil, err) and ends the range.
+//
+// The *In yielded is valid only until the next iteration: the stream reuses
+// it for the next message, which is how a stream allocates nothing per
+// message (as bufio.Scanner's Bytes does). Copy what must be kept.
+func (s *ServerStream[In, Out]) Recv() iter.Seq2[*In, error] {
+	return func(yield func(*In, error) bool) {
+		for {
+			it, err := s.end.next()
+			if err != nil {
+				if err != io.EOF {
+					yield(nil, err)
+				}
+				return
+			}
+			p, derr := decodeMsg(s.end.codec(), &s.msg, it)
+			if derr != nil {
+				yield(nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding a message of " + s.name + ": " + derr.Error()})
+				return
+			}
+			if !yield(p, nil) {
+				s.end.done() // broke out: a lent message goes back now
+				return
+			}
+		}
+	}
+}
+
+// Send sends m to the caller. It blocks while the caller's window is full
+// (the caller has not consumed what was sent), and fails once the stream's
+// context has ended. A nil m sends a zero message. m may be reused when
+// Send returns.
+func (s *ServerStream[In, Out]) Send(m *Out) error {
+	if m == nil {
+		m = new(Out)
+	}
+	return s.end.send(m)
+}
+
+// decodeMsg returns the message of it as a *T: the sender's own value in
+// direct mode, or the body decoded into *buf, zeroed first.
+func decodeMsg[T any](c codec.Codec, buf *T, it item) (*T, error) {
+	if it.ptr != nil {
+		return it.ptr.(*T), nil
+	}
+	switch b := any(buf).(type) {
+	case *[]byte:
+		*b = (*b)[:0] // a raw body is copied in whole, into the same array
+	case *codec.Raw:
+		*b = (*b)[:0]
+	default:
+		var zero T
+		*buf = zero
+	}
+	if len(it.body) > 0 {
+		if err := c.Unmarshal(it.body, buf); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// Stream is a caller's side of a stream opened by OpenStream: the caller's
+// messages (Send, CloseSend) and the handler's (Recv). Send and Recv may
+// be used from two goroutines at once, but neither from two; Close from
+// any. A Stream must be ranged to its end (Recv) or closed, or the handler
+// may wait for its caller for as long as the connection lives.
+type Stream[In, Out any] struct {
+	end  callerEnd
+	name string
+	msg  Out
+}
+
+// OpenStream opens a stream to the streaming method name ("Service.Method")
+// over any path, as Call would take. ctx bounds the whole stream: its
+// deadline and metadata (WithMetadata) reach the handler's context, and
+// when it ends the stream ends, on both sides. A capture of reply metadata
+// in ctx (CaptureReplyMetadata) receives the handler's when the stream ends
+// with the handler's answer. OpenStream fails only for what this end knows
+// (a closed Client, an ended ctx, a failed Dial); what the server says —
+// no such method, a unary method, shutting down — Recv yields.
+func OpenStream[In, Out any](ctx context.Context, c *Client, name string) (*Stream[In, Out], error) {
+	end, err := c.openStream(ctx, name, reflect.TypeFor[In](), reflect.TypeFor[Out]())
+	if err != nil {
+		return nil, err
+	}
+	return &Stream[In, Out]{end: end, name: name}, nil
+}
+
+// Send sends m to the handler. It blocks while the handler's window is full
+// (the handler has not consumed what was sent), and fails once the stream
+// has ended — with ctx's error as an *Error when ctx ended, with the
+// handler's error when it failed, with ErrStreamDone otherwise. A nil m
+// sends a zero message. m may be reused when Send returns.
+func (s *Stream[In, Out]) Send(m *In) error {
+	if m == nil {
+		m = new(In)
+	}
+	return s.end.send(m)
+}
+
+// CloseSend closes the caller's side: the handler's Recv ends once it has
+// taken the messages sent before. The handler's messages go on arriving.
+func (s *Stream[In, Out]) CloseSend() error { return s.end.closeSend() }
+
+// Recv yields the handler's messages in order. After the last the range
+// ends, yielding the handler's error once as (nil, err) if it failed —
+// mapped as a unary call's error is: an *Error with the handler's code —
+// or the stream's failure (ctx's error as an *Error, ErrShutdown). Breaking
+// out of the range closes the stream (Close).
+//
+// The *Out yielded is valid only until the next iteration: the stream
+// reuses it for the next message, which is how a stream allocates nothing
+// per message (as bufio.Scanner's Bytes does). Copy what must be kept.
+func (s *Stream[In, Out]) Recv() iter.Seq2[*Out, error] {
+	return func(yield func(*Out, error) bool) {
+		finished := false
+		defer func() {
+			if !finished { // broke out, or the loop's body panicked
+				s.end.done()
+				s.end.close()
+			}
+		}()
+		for {
+			it, err := s.end.next()
+			if err != nil {
+				finished = true
+				if err != io.EOF {
+					yield(nil, err)
+				}
+				return
+			}
+			p, derr := decodeMsg(s.end.codec(), &s.msg, it)
+			if derr != nil {
+				s.end.close()
+				finished = true
+				yield(nil, decodeReplyError(s.name, derr))
+				return
+			}
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Close ends the stream if it has not ended: the handler's context ends
+// with context.Canceled, and the caller's Send and Recv stop. It may be
+// called at any time, more than once.
+func (s *Stream[In, Out]) Close() error {
+	s.end.close()
+	return nil
+}
+
+// CallStream calls the server-streaming method name with args: it opens a
+// stream, sends args as its only message, closes its side and yields the
+// handler's messages, then the handler's error if it failed, as
+// Stream.Recv does. Breaking out of the range closes the stream; the
+// handler's context ends. The *Out yielded is valid only until the next
+// iteration.
+//
+// On the shortcut, when ctx cannot end (ctx.Done() == nil), the handler
+// runs on the caller's goroutine, each Send yielding to the range directly:
+// the stream then costs what an iterator costs.
+func CallStream[In, Out any](ctx context.Context, c *Client, name string, args *In) iter.Seq2[*Out, error] {
+	return func(yield func(*Out, error) bool) {
+		if args == nil {
+			args = new(In)
+		}
+		if ctx != nil && ctx.Done() == nil {
+			var out Out
+			cdc := c.opts.codec
+			emit := func(it item) bool {
+				p, err := decodeMsg(cdc, &out, it)
+				if err != nil {
+					yield(nil, decodeReplyError(name, err))
+					return false
+				}
+				return yield(p, nil)
+			}
+			fail := func(err error) { yield(nil, err) }
+			if c.fastStream(ctx, name, reflect.TypeFor[In](), reflect.TypeFor[Out](), args, emit, fail) {
+				return
+			}
+		}
+		s, err := OpenStream[In, Out](ctx, c, name)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer s.Close()
+		if err := s.Send(args); err != nil && !s.end.ended() {
+			yield(nil, err)
+			return
+		}
+		if err := s.CloseSend(); err != nil && !s.end.ended() {
+			yield(nil, err)
+			return
+		}
+		for p, err := range s.Recv() {
+			if !yield(p, err) {
+				return
+			}
+		}
+	}
+}
+
+// openStream opens the caller's end of a stream of name, whose messages are
+// of types in and out, on the path a call would take.
+func (c *Client) openStream(ctx context.Context, name string, in, out reflect.Type) (callerEnd, error) {
+	if ctx == nil {
+		panic("dispatch: nil Context")
+	}
+	if c.opts.shortcut != ShortcutOff {
+		if e := shortcuts.lookupCached(c.key, c.wire, &c.found); e != nil {
+			if end, handled, err := c.shortcutStream(ctx, e, name, in, out); handled {
+				return end, err
+			}
+		} else if srv := c.reached.Load(); srv != nil && srv.isDraining() && !c.closedFlag.Load() {
+			return failedStream(ctx, errShuttingDown), nil // as the draining Server's end would
+		}
+	}
+	if c.closedFlag.Load() {
+		return nil, ErrShutdown
+	}
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx)
+	}
+	conn, err := c.connect(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxError(ctx)
+		}
+		return nil, err
+	}
+	return conn.openStream(ctx, name, c.opts.streamWindow)
+}
+
+// failedEnd is a stream the server refused at once, on the shortcut: what
+// the network would carry back in the first end frame.
+type failedEnd struct{ err error }
+
+// failedStream returns a failedEnd for err, handing the captures of ctx the
+// metadata of the end (none), as an end frame would.
+func failedStream(ctx context.Context, err error) failedEnd {
+	capturesOf(ctx).deliver(nil)
+	return failedEnd{err}
+}
+
+func (f failedEnd) send(any) error      { return f.err }
+func (f failedEnd) closeSend() error    { return nil }
+func (f failedEnd) next() (item, error) { return item{}, f.err }
+func (f failedEnd) done()               {}
+func (f failedEnd) close()              {}
+func (f failedEnd) ended() bool         { return true }
+func (f failedEnd) codec() codec.Codec  { return codec.Msgpack }
+
+// invokeStream runs a stream's handler under the panic rule. Every path but
+// CallStream's fast one calls it.
+func (s *Server) invokeStream(ctx context.Context, m *method, end handlerEnd) (e *Error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e = s.panicked(m, r)
+		}
+	}()
+	return toError(m.stream.run(ctx, end))
+}

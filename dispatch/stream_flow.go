@@ -1,0 +1,356 @@
+package dispatch
+
+import (
+	"errors"
+	"io"
+	"sync"
+)
+
+// Flow control of streams (WIRE.md, "Streams"). Each direction of a stream
+// has a receiver with a window, in bytes of encoded messages, and a sender
+// holding credit against it. The same two pieces serve every path: on the
+// network the receiver's grants travel as window frames and the reader
+// feeds the inbox; on the shortcut in copy mode they are calls between the
+// two halves.
+//
+// The rule that makes a sender wait: with o bytes outstanding (sent and not
+// yet returned) and a window w, a message of n bytes may go when o+n <= w,
+// or when o <= w/2. The second clause is what lets a message larger than
+// the window (or than half of it) through, and it is what keeps batched
+// grants from deadlocking: the receiver returns credit once it has consumed
+// half its window, so a sender blocked with more than half outstanding is
+// always owed a grant. A receiver therefore holds at most w/2 plus one
+// message: bounded by the window and the frame limit, never by the sender.
+
+// errWindow is a peer sending beyond its credit: a protocol error.
+var errWindow = errors.New("dispatch: a stream's peer sent beyond its window")
+
+// cost is what a message of n encoded bytes counts against a window: at
+// least 1, so that empty messages are bounded too.
+func cost(n int) int { return max(n, 1) }
+
+// fits is the sending rule above.
+func fits(out, n, window int) bool { return out+n <= window || out <= window/2 }
+
+// waiter is what a stream's blocking operations wait with: check reports a
+// reason to stop now (a context that ended, a stream that is over), and
+// wait blocks until ch fires (nil) or such a reason arises (its error).
+type waiter interface {
+	check() error
+	wait(ch <-chan struct{}) error
+}
+
+// credit is a sender's view of its receiver's window.
+type credit struct {
+	mu     sync.Mutex
+	window int  // the receiver's window; 0 until known
+	known  bool // the window has been announced
+	out    int  // bytes sent and not yet returned
+	err    error
+	wake   chan struct{}
+}
+
+func newCredit(window int, known bool) *credit {
+	return &credit{window: window, known: known, wake: make(chan struct{}, 1)}
+}
+
+// acquire takes credit for n bytes, waiting while the rule says no. It
+// never queues anything: a sender without credit waits in place, and stops
+// waiting when w says so or the stream ends (abort).
+func (c *credit) acquire(n int, w waiter) error {
+	n = cost(n)
+	for {
+		if err := w.check(); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		if c.err != nil {
+			err := c.err
+			c.mu.Unlock()
+			return err
+		}
+		if fits(c.out, n, c.window) {
+			c.out += n
+			c.mu.Unlock()
+			return nil
+		}
+		c.mu.Unlock()
+		if err := w.wait(c.wake); err != nil {
+			return err
+		}
+	}
+}
+
+// unacquire returns credit taken for a message that was not sent after all.
+func (c *credit) unacquire(n int) {
+	c.mu.Lock()
+	c.out = max(c.out-cost(n), 0)
+	c.mu.Unlock()
+	signal(c.wake)
+}
+
+// grant applies a grant of n bytes: the receiver's window if it is the
+// first, bytes returned otherwise.
+func (c *credit) grant(n int) {
+	c.mu.Lock()
+	if !c.known {
+		c.window, c.known = n, true
+	} else {
+		c.out = max(c.out-n, 0)
+	}
+	c.mu.Unlock()
+	signal(c.wake)
+}
+
+// abort makes every later acquire fail with err (the first one given).
+func (c *credit) abort(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	c.mu.Unlock()
+	signal(c.wake)
+}
+
+// signal wakes the one waiter of ch, if any, without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// item is one message in an inbox: encoded bytes, or, in direct mode, the
+// sender's own value.
+type item struct {
+	body []byte
+	ptr  any
+	lent bool // ptr is lent: its sender waits until the consumer is done
+}
+
+// maxFreeBuffers bounds the buffers an inbox keeps for reuse.
+const maxFreeBuffers = 8
+
+// inbox is a receiver's queue. Putting never blocks — the sender's credit
+// has bounded what it may hold — so the reader of a connection can always
+// hand a message on, and one stalled stream holds up nothing else. The
+// consumer returns credit (grant) once it has taken half the window.
+//
+// In direct mode it is a rendezvous instead: the sender lends its value
+// (lend) and waits until the consumer asks for the next message or stops.
+type inbox struct {
+	mu     sync.Mutex
+	q      []item
+	head   int
+	window int
+	held   int // bytes received and not yet returned by a grant
+	taken  int // bytes taken since the last grant
+	grant  func(n int)
+	// queued is told how the bytes waiting in the queue change (the
+	// Server's byte budget of the connection); nil if nobody counts.
+	queued func(delta int)
+	ended  bool  // the sender's side is over: nothing more comes
+	err    error // why: nil for an orderly end
+	stop   bool  // the consumer takes nothing more
+	wake   chan struct{}
+
+	free [][]byte // buffers of messages consumed, for the next ones
+	cur  []byte   // the body the consumer holds
+
+	// lending is the value lent that the consumer holds; returned tells
+	// its sender that the consumer is done with it, or dropped it.
+	lending  bool
+	returned chan struct{}
+	lentGone bool // the lent value was dropped, never seen by the consumer
+}
+
+func newInbox(window int, grant func(int)) *inbox {
+	return &inbox{window: window, grant: grant, wake: make(chan struct{}, 1), returned: make(chan struct{}, 1)}
+}
+
+// buffer returns a buffer to encode or copy a message into, reused from the
+// messages consumed.
+func (i *inbox) buffer() []byte {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	// Once stopped, a buffer the consumer let go of may still be read by
+	// it (close comes from any goroutine): none is handed out again.
+	if n := len(i.free); n > 0 && !i.stop {
+		b := i.free[n-1]
+		i.free = i.free[:n-1]
+		return b[:0]
+	}
+	return nil
+}
+
+// put queues an encoded message, which the inbox then owns. It fails with
+// errWindow when the sender has gone beyond the rule of its credit (a
+// peer's protocol error), and drops the message silently once the consumer
+// has stopped or the sender's side has ended.
+func (i *inbox) put(body []byte) error {
+	n := cost(len(body))
+	i.mu.Lock()
+	if i.stop || i.ended {
+		i.mu.Unlock()
+		return nil
+	}
+	if !fits(i.held, n, i.window) {
+		i.mu.Unlock()
+		return errWindow
+	}
+	i.q = append(i.q, item{body: body})
+	i.held += n
+	queued := i.queued
+	i.mu.Unlock()
+	if queued != nil {
+		queued(len(body))
+	}
+	signal(i.wake)
+	return nil
+}
+
+// lend hands the consumer the sender's own value p and waits until the
+// consumer is done with it: it has asked for the next message, or stopped.
+// A value the consumer has not yet taken is withdrawn when w says stop; one
+// it has taken is waited for regardless, since the consumer may still be
+// reading it (the Borrows contract).
+func (i *inbox) lend(p any, w waiter) error {
+	i.mu.Lock()
+	if i.stop || i.ended {
+		i.mu.Unlock()
+		return ErrStreamDone
+	}
+	i.q = append(i.q, item{ptr: p, lent: true})
+	i.lentGone = false
+	i.mu.Unlock()
+	signal(i.wake)
+	err := w.wait(i.returned)
+	if err != nil {
+		i.mu.Lock()
+		if i.head < len(i.q) { // not taken yet: withdraw it
+			i.q, i.head = i.q[:0], 0
+			i.mu.Unlock()
+			return err
+		}
+		i.mu.Unlock()
+		// Taken: wait for the consumer to be done with it, whatever w
+		// says, since it may still be reading it.
+		<-i.returned
+	}
+	i.mu.Lock()
+	gone := i.lentGone
+	i.mu.Unlock()
+	if gone {
+		return ErrStreamDone
+	}
+	return nil
+}
+
+// finish ends the sender's side with err (nil: an orderly end) once the
+// consumer has taken what was sent before.
+func (i *inbox) finish(err error) {
+	i.mu.Lock()
+	if !i.ended {
+		i.ended, i.err = true, err
+	}
+	i.mu.Unlock()
+	signal(i.wake)
+}
+
+// next returns the next message, io.EOF once the sender's side has ended in
+// order, or the error it ended with; w may stop the wait first. The body of
+// the message returned before is reused from here on.
+func (i *inbox) next(w waiter) (item, error) {
+	i.done()
+	for {
+		if err := w.check(); err != nil {
+			return item{}, err
+		}
+		i.mu.Lock()
+		if i.head < len(i.q) {
+			it := i.q[i.head]
+			i.q[i.head] = item{}
+			if i.head++; i.head == len(i.q) {
+				i.q, i.head = i.q[:0], 0
+			}
+			n, grant := 0, 0
+			if it.lent {
+				i.lending = true
+			} else {
+				n = cost(len(it.body))
+				i.taken += n
+				if i.taken >= max(i.window/2, 1) {
+					grant, i.taken = i.taken, 0
+					i.held -= grant
+				}
+				i.cur = it.body
+			}
+			queued := i.queued
+			i.mu.Unlock()
+			if queued != nil && !it.lent {
+				queued(-len(it.body))
+			}
+			if grant > 0 && i.grant != nil {
+				i.grant(grant)
+			}
+			return it, nil
+		}
+		if i.ended {
+			err := i.err
+			i.mu.Unlock()
+			if err == nil {
+				err = io.EOF
+			}
+			return item{}, err
+		}
+		i.mu.Unlock()
+		if err := w.wait(i.wake); err != nil {
+			return item{}, err
+		}
+	}
+}
+
+// done says the consumer has finished with the message next returned last:
+// a lent value goes back to its sender, a body to the free buffers.
+func (i *inbox) done() {
+	i.mu.Lock()
+	lent := i.lending
+	i.lending = false
+	if b := i.cur; b != nil && cap(b) <= keptBody && len(i.free) < maxFreeBuffers && !i.stop {
+		i.free = append(i.free, b[:0])
+	}
+	i.cur = nil
+	i.mu.Unlock()
+	if lent {
+		i.returned <- struct{}{}
+	}
+}
+
+// close says the consumer takes nothing more: a value lent and not yet
+// taken is dropped (its sender's lend fails), and later messages are
+// discarded. A value the consumer holds stays lent until it calls done:
+// close may come from another goroutine while the consumer still reads it.
+func (i *inbox) close() {
+	i.mu.Lock()
+	i.stop = true
+	dropped, lentDropped := 0, false
+	for _, it := range i.q[i.head:] {
+		if it.lent {
+			lentDropped = true
+		} else {
+			dropped += len(it.body)
+		}
+	}
+	i.q, i.head, i.free = nil, 0, nil
+	if lentDropped {
+		i.lentGone = true
+	}
+	queued := i.queued
+	i.mu.Unlock()
+	if queued != nil && dropped > 0 {
+		queued(-dropped)
+	}
+	if lentDropped {
+		i.returned <- struct{}{}
+	}
+}

@@ -1,0 +1,589 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/rpcwire"
+)
+
+// Streams on the network (WIRE.md, "Streams"): frames keyed by the caller's
+// Seq, on the Client's one socket, beside unary calls.
+
+// encodeMsg appends the encoding of a stream's message m to dst.
+func encodeMsg(c codec.Codec, dst []byte, name string, m any) ([]byte, error) {
+	b, err := appendMarshal(c, dst, m)
+	if err != nil {
+		return dst, fmt.Errorf("dispatch: encoding a message of %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// msgTooLarge is the error of a Send whose message is over the frame limit;
+// nothing was sent, and the stream goes on.
+func msgTooLarge(name string, err error) error {
+	return fmt.Errorf("dispatch: message of %s: %w", name, err)
+}
+
+// keep returns b emptied for reuse, or nil when it is too large to keep.
+func keep(b []byte) []byte {
+	if cap(b) > maxKeptBuffer {
+		return nil
+	}
+	return b[:0]
+}
+
+// serverStream is the handler's side of a stream that arrived over the
+// network. Its context is its serverCall's.
+type serverStream struct {
+	call *serverCall
+	in   *inbox  // what the caller sends; fed by the connection's reader
+	out  *credit // the caller's window, for what the handler sends
+	msg  transport.Message
+	buf  []byte
+	win  transport.Message // the consumer's window frames
+}
+
+func newServerStream(call *serverCall, callerWindow int) *serverStream {
+	st := &serverStream{call: call, out: newCredit(callerWindow, true),
+		msg: transport.Message{Header: map[string]string{rpcwire.Seq: call.seqText, rpcwire.Stream: rpcwire.StreamMsg}},
+		win: transport.Message{Header: map[string]string{rpcwire.Seq: call.seqText, rpcwire.Stream: rpcwire.StreamWindow}}}
+	c := call.conn
+	st.in = newInbox(c.srv.opts.streamWindow, st.grant)
+	// What waits in the inbox is held by the server for the peer, as a
+	// request's body is: it counts in the connection's byte budget.
+	st.in.queued = func(d int) { c.bytes.Add(int64(d)) }
+	return st
+}
+
+func (st *serverStream) check() error { return st.call.Err() }
+
+func (st *serverStream) wait(ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-st.call.Done():
+		return st.call.Err()
+	}
+}
+
+func (st *serverStream) codec() codec.Codec { return st.call.cdc }
+
+func (st *serverStream) next() (item, error) { return st.in.next(st) }
+
+func (st *serverStream) done() { st.in.done() }
+
+func (st *serverStream) send(m any) error {
+	if err := st.call.Err(); err != nil {
+		return err
+	}
+	body, err := encodeMsg(st.call.cdc, st.buf[:0], st.call.name, m)
+	if err != nil {
+		return err
+	}
+	st.buf = keep(body)
+	if err := st.out.acquire(len(body), st); err != nil {
+		return err
+	}
+	c := st.call.conn
+	st.msg.Body = body
+	n := int64(len(body))
+	c.bytes.Add(n)
+	err = c.sendBounded(&st.msg)
+	c.bytes.Add(-n)
+	st.msg.Body = nil
+	if err != nil {
+		st.out.unacquire(len(body))
+		if isFrameTooLarge(err) {
+			return msgTooLarge(st.call.name, err)
+		}
+		// Part of a frame may be out: the connection is lost, and with it
+		// the caller, so the context ends now rather than when the reader
+		// notices.
+		c.sock.Close()
+		st.call.cancel(context.Canceled)
+		return err
+	}
+	return nil
+}
+
+// grant returns n bytes of credit to the caller. Called by the consumer,
+// so one at a time.
+func (st *serverStream) grant(n int) {
+	if st.call.Err() != nil {
+		return // the stream is over: its end may be out already
+	}
+	st.win.Header[rpcwire.Window] = rpcwire.FormatWindow(n)
+	if err := st.call.conn.sendBounded(&st.win); err != nil && !isFrameTooLarge(err) {
+		st.call.conn.sock.Close()
+	}
+}
+
+// runStream runs a stream's handler and sends the end of the stream, on a
+// worker goroutine. The stream counts as a call in flight until its end is
+// written.
+func (call *serverCall) runStream() {
+	c, st := call.conn, call.stream
+	defer c.srv.gate.leave()
+	var e *Error
+	returned := false
+	defer func() {
+		if !returned {
+			e = goexitError(call.name)
+		}
+		// The Seq is free again before the end goes out, as a call's is
+		// before its reply: frames for it that arrive later are dropped.
+		c.mu.Lock()
+		delete(c.calls, call.seq)
+		c.mu.Unlock()
+		call.cancel(context.Canceled)
+		st.in.done()
+		st.in.close()
+		c.endStream(call.seqText, call.sealReply(), e)
+		c.mu.Lock()
+		if c.inflight--; c.inflight == 0 && c.srv.opts.idleTimeout > 0 {
+			c.quietSince = time.Now()
+		}
+		c.mu.Unlock()
+	}()
+	// The server's window is the first frame it sends on the stream, so
+	// that it precedes every grant (WIRE.md).
+	st.win.Header[rpcwire.Window] = rpcwire.FormatWindow(c.srv.opts.streamWindow)
+	if err := c.sendBounded(&st.win); err != nil {
+		c.sock.Close()
+	}
+	e = c.srv.invokeStream(call, call.meth, st)
+	returned = true
+}
+
+// endStream sends the end of a stream: the handler's error e, if any, and
+// the reply metadata md. An end whose metadata is over the frame limit goes
+// without it, as CodeInternal, as a unary reply would.
+func (c *serverConn) endStream(seqText string, md Metadata, e *Error) {
+	h := map[string]string{rpcwire.Seq: seqText, rpcwire.Stream: rpcwire.StreamEnd}
+	if e != nil {
+		h[rpcwire.Error] = e.Message
+		if e.Code != CodeUnknown {
+			h[rpcwire.ErrorCode] = string(e.Code)
+		}
+	}
+	addMetadata(h, md)
+	err := c.sendBounded(&transport.Message{Header: h})
+	if err == nil {
+		return
+	}
+	if isFrameTooLarge(err) && len(md) > 0 {
+		c.endStream(seqText, nil, &Error{Code: CodeInternal, Message: "dispatch: end of stream is too large: " + err.Error()})
+		return
+	}
+	c.sock.Close()
+}
+
+// streamFrame hands a caller's frame of kind (msg, end, window) to the
+// stream seq names. Frames of a stream that has ended are dropped: they
+// crossed its end. It reports false, having logged why, for a protocol
+// error, which closes the connection.
+func (c *serverConn) streamFrame(seq uint64, kind string, m *transport.Message) bool {
+	c.mu.Lock()
+	call := c.calls[seq]
+	c.mu.Unlock()
+	if call == nil {
+		return true
+	}
+	st := call.stream
+	var err error
+	switch {
+	case st == nil:
+		err = errors.New("a stream frame for a unary call")
+	case kind == rpcwire.StreamMsg:
+		body := append(st.in.buffer(), m.Body...)
+		err = st.in.put(body)
+	case kind == rpcwire.StreamEnd:
+		st.in.finish(nil)
+	case kind == rpcwire.StreamWindow:
+		var n int
+		if n, err = rpcwire.ParseWindow(m.Header[rpcwire.Window]); err == nil {
+			st.out.grant(n)
+		}
+	default:
+		err = fmt.Errorf("unknown Stream %q", kind)
+	}
+	if err != nil {
+		c.srv.opts.logger.Warn("dispatch: closing connection: bad stream frame", "remote", c.sock.RemoteAddr(), "seq", seq, "err", err)
+		return false
+	}
+	return true
+}
+
+// clientStream is the caller's side of a stream over the network.
+type clientStream struct {
+	cc      *clientConn
+	ctx     context.Context
+	name    string
+	seq     uint64
+	capture *capture
+	in      *inbox  // what the handler sends; fed by the read loop
+	out     *credit // the handler's window, for what the caller sends
+	closed  chan struct{}
+	once    sync.Once
+	stopCtx func() bool // ends the watch on ctx
+
+	// sendMsg and buf are Send's and CloseSend's (one at a time); win is
+	// the consumer's, for its window frames.
+	sendMsg transport.Message
+	buf     []byte
+	win     transport.Message
+
+	halfClosed atomic.Bool
+
+	mu        sync.Mutex
+	remoteEnd bool  // the end arrived, or the connection failed
+	endErr    error // what the end said: Send's error from then on
+	gaveUp    bool  // the caller stopped before the end: no capture
+	cancelled bool  // a Cancel went out: the Seq is never reused
+	writers   int   // frames of the stream being written
+	released  bool  // the Seq has left the connection's map
+}
+
+// openStream opens a stream of name on the connection: it takes a Seq from
+// the calls' and sends the open frame, with this end's window.
+func (cc *clientConn) openStream(ctx context.Context, name string, window int) (callerEnd, error) {
+	s := &clientStream{cc: cc, ctx: ctx, name: name, capture: capturesOf(ctx), out: newCredit(0, false), closed: make(chan struct{})}
+	s.in = newInbox(window, s.grant)
+	cc.mu.Lock()
+	if err := cc.err; err != nil {
+		cc.mu.Unlock()
+		return nil, err
+	}
+	if n := len(cc.free); n > 0 {
+		s.seq = cc.free[n-1]
+		cc.free = cc.free[:n-1]
+	} else {
+		s.seq = cc.next
+		cc.next++
+	}
+	cc.streams[s.seq] = s
+	cc.mu.Unlock()
+	seqText := rpcwire.FormatSeq(s.seq)
+	s.sendMsg.Header = map[string]string{rpcwire.Seq: seqText}
+	s.win.Header = map[string]string{rpcwire.Seq: seqText, rpcwire.Stream: rpcwire.StreamWindow}
+
+	h := make(map[string]string, 6)
+	requestHeader(ctx, h, name, seqText, cc.ctype)
+	h[rpcwire.Stream] = rpcwire.StreamOpen
+	h[rpcwire.Window] = rpcwire.FormatWindow(window)
+	if err := cc.writeFrame(ctx, &transport.Message{Header: h}); err != nil {
+		cc.mu.Lock()
+		if cc.streams[s.seq] == s { // not failed meanwhile
+			delete(cc.streams, s.seq)
+			if isFrameTooLarge(err) { // nothing was sent
+				cc.free = append(cc.free, s.seq)
+			}
+		}
+		cc.mu.Unlock()
+		if isFrameTooLarge(err) {
+			return nil, fmt.Errorf("dispatch: opening a stream of %s: %w", name, err)
+		}
+		return nil, err
+	}
+	if ctx.Done() != nil {
+		s.stopCtx = context.AfterFunc(ctx, s.ctxEnded)
+	}
+	return s, nil
+}
+
+// writeFrame sends m under the send lock, as a call's request goes. A
+// failure that leaves the connection in doubt fails the connection.
+func (cc *clientConn) writeFrame(ctx context.Context, m *transport.Message) error {
+	if err := cc.lockSend(ctx); err != nil {
+		return err
+	}
+	defer cc.unlockSend()
+	err := cc.sendInterruptible(ctx, m)
+	if err == nil || isFrameTooLarge(err) {
+		return err
+	}
+	if ctx.Err() != nil && errors.Is(err, transport.ErrTimeout) {
+		return ctxError(ctx)
+	}
+	if !cc.failed() {
+		cc.log.Warn("dispatch: sending failed; closing the connection", "remote", cc.sock.RemoteAddr(), "err", err)
+	}
+	cc.fail(connFailed(err))
+	cc.sock.Close()
+	if ctx.Err() != nil {
+		return ctxError(ctx)
+	}
+	return cc.failure()
+}
+
+// check and wait make clientStream a waiter: the caller stops waiting when
+// its context ends or it closes the stream. The end of the stream and the
+// connection's failure reach it through the inbox and the credit.
+func (s *clientStream) check() error {
+	select {
+	case <-s.closed:
+		return ErrStreamDone
+	default:
+	}
+	if s.ctx.Err() != nil {
+		s.giveUp()
+		return ctxError(s.ctx)
+	}
+	return nil
+}
+
+func (s *clientStream) wait(ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-s.closed:
+		return ErrStreamDone
+	case <-s.ctx.Done():
+		s.giveUp()
+		return ctxError(s.ctx)
+	}
+}
+
+// giveUp records that the caller stopped before the end: a capture of
+// reply metadata is left as it was, as a unary call's is.
+func (s *clientStream) giveUp() {
+	s.mu.Lock()
+	s.gaveUp = true
+	s.mu.Unlock()
+}
+
+func (s *clientStream) codec() codec.Codec { return s.cc.codec }
+
+func (s *clientStream) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.remoteEnd
+}
+
+func (s *clientStream) next() (item, error) { return s.in.next(s) }
+
+func (s *clientStream) done() { s.in.done() }
+
+// beginWrite reserves the Seq for a frame about to be written, or reports
+// false when the stream can take no more frames; endWrite releases it.
+// The Seq is reused only once no frame of the old stream can follow the
+// new stream's open.
+func (s *clientStream) beginWrite() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.remoteEnd || s.cancelled {
+		return false
+	}
+	s.writers++
+	return true
+}
+
+func (s *clientStream) endWrite() {
+	s.mu.Lock()
+	s.writers--
+	free := s.writers == 0 && s.remoteEnd
+	s.mu.Unlock()
+	if free {
+		s.release()
+	}
+}
+
+// sendError is what Send returns on a stream that can take no more.
+func (s *clientStream) sendError() error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.endErr != nil {
+		return s.endErr
+	}
+	return ErrStreamDone
+}
+
+func (s *clientStream) send(m any) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if s.halfClosed.Load() {
+		return ErrStreamDone
+	}
+	body, err := encodeMsg(s.cc.codec, s.buf[:0], s.name, m)
+	if err != nil {
+		return err
+	}
+	s.buf = keep(body)
+	if err := s.out.acquire(len(body), s); err != nil {
+		return err
+	}
+	if !s.beginWrite() {
+		s.out.unacquire(len(body))
+		return s.sendError()
+	}
+	s.sendMsg.Header[rpcwire.Stream] = rpcwire.StreamMsg
+	s.sendMsg.Body = body
+	err = s.cc.writeFrame(s.ctx, &s.sendMsg)
+	s.sendMsg.Body = nil
+	s.endWrite()
+	if err != nil {
+		s.out.unacquire(len(body))
+		if isFrameTooLarge(err) {
+			return msgTooLarge(s.name, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *clientStream) closeSend() error {
+	if s.halfClosed.Swap(true) {
+		return nil
+	}
+	if !s.beginWrite() {
+		return nil // over already: nothing to close
+	}
+	s.sendMsg.Header[rpcwire.Stream] = rpcwire.StreamEnd
+	err := s.cc.writeFrame(s.ctx, &s.sendMsg)
+	s.endWrite()
+	return err
+}
+
+// grant returns n bytes of credit to the handler; called by the consumer.
+func (s *clientStream) grant(n int) {
+	if !s.beginWrite() {
+		return
+	}
+	s.win.Header[rpcwire.Window] = rpcwire.FormatWindow(n)
+	_ = s.cc.writeFrame(s.ctx, &s.win)
+	s.endWrite()
+}
+
+// ctxEnded tells the server the caller gave up when its context is
+// cancelled; a passed deadline needs no telling (the Timeout header).
+func (s *clientStream) ctxEnded() {
+	s.giveUp()
+	if s.ctx.Err() != context.DeadlineExceeded {
+		s.cancel()
+	}
+}
+
+// cancel sends a Cancel for a stream whose end has not arrived. Its Seq is
+// then never reused, as an abandoned call's is not.
+func (s *clientStream) cancel() {
+	s.mu.Lock()
+	send := !s.remoteEnd && !s.cancelled
+	s.cancelled = true
+	s.mu.Unlock()
+	if send {
+		s.cc.sendCancel(s.seq)
+	}
+}
+
+func (s *clientStream) close() {
+	s.once.Do(func() { close(s.closed) })
+	s.giveUp()
+	if s.ctx.Err() != context.DeadlineExceeded {
+		// After the deadline the Timeout header has ended the handler's
+		// context, or is about to, with the error the shortcut gives.
+		s.cancel()
+	}
+	s.in.close()
+	s.out.abort(ErrStreamDone)
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
+}
+
+// end is the server's end of the stream, err its error (nil if the handler
+// succeeded), md its reply metadata; from the read loop.
+func (s *clientStream) end(err error, md Metadata) {
+	s.mu.Lock()
+	if s.remoteEnd {
+		s.mu.Unlock()
+		return
+	}
+	s.remoteEnd, s.endErr = true, err
+	if !s.gaveUp && s.capture != nil {
+		s.capture.deliver(md) // before the caller can see the end
+	}
+	free := s.writers == 0
+	s.mu.Unlock()
+	s.in.finish(err)
+	if err == nil {
+		err = ErrStreamDone
+	}
+	s.out.abort(err)
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
+	if free {
+		s.release()
+	}
+}
+
+// release takes the stream out of the connection's map, and frees its Seq
+// unless a Cancel went out for it.
+func (s *clientStream) release() {
+	s.mu.Lock()
+	if s.released {
+		s.mu.Unlock()
+		return
+	}
+	s.released = true
+	reuse := !s.cancelled
+	s.mu.Unlock()
+	cc := s.cc
+	cc.mu.Lock()
+	if cc.streams[s.seq] == s {
+		delete(cc.streams, s.seq)
+		if reuse {
+			cc.free = append(cc.free, s.seq)
+		}
+	}
+	cc.mu.Unlock()
+}
+
+// failed ends the stream with the connection's failure err.
+func (s *clientStream) failed(err error) {
+	s.mu.Lock()
+	s.remoteEnd, s.endErr, s.released = true, err, true
+	s.mu.Unlock()
+	s.in.finish(err)
+	s.out.abort(err)
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
+}
+
+// streamFrame hands a frame of the server's to stream s; from the read
+// loop, which it never makes wait. Its error is a protocol error.
+func (cc *clientConn) streamFrame(s *clientStream, m *transport.Message) error {
+	switch kind := m.Header[rpcwire.Stream]; kind {
+	case rpcwire.StreamMsg:
+		return s.in.put(append(s.in.buffer(), m.Body...))
+	case rpcwire.StreamWindow:
+		n, err := rpcwire.ParseWindow(m.Header[rpcwire.Window])
+		if err != nil {
+			return err
+		}
+		s.out.grant(n)
+	case rpcwire.StreamEnd, "":
+		// "": a unary response to the open frame, from a server that does
+		// not know streams; its Error ends the stream as an end would.
+		var err error
+		if msg, failed := m.Header[rpcwire.Error]; failed {
+			err = &Error{Code: Code(m.Header[rpcwire.ErrorCode]), Message: msg}
+		}
+		s.end(err, metadataOf(m.Header))
+	default:
+		return fmt.Errorf("unknown Stream %q", kind)
+	}
+	return nil
+}

@@ -1,0 +1,703 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/memory"
+)
+
+// Num is the message of most test streams.
+type Num struct{ N int }
+
+// streamProbe is what the test streams' handlers report.
+type streamProbe struct {
+	ended chan error // a handler's context error when it returned
+	sent  atomic.Int64
+}
+
+// streamServer serves the test streams, every one borrowing, so that a
+// ShortcutDirect client takes the direct path.
+func streamServer(t testing.TB, opts ...dispatch.ServerOption) (*dispatch.Server, *streamProbe) {
+	pr := &streamProbe{ended: make(chan error, 64)}
+	srv := dispatch.NewServer(opts...)
+	reg := func(name string, fn func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error) {
+		require.NoError(t, dispatch.HandleStream(srv, name, fn, dispatch.Borrows()))
+	}
+	first := func(s *dispatch.ServerStream[Num, Num]) (int, error) {
+		for m, err := range s.Recv() {
+			if err != nil {
+				return 0, err
+			}
+			return m.N, nil
+		}
+		return 0, errors.New("no arguments")
+	}
+	// Count sends 0 … n-1 for an argument n.
+	reg("S.Count", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
+		n, err := first(s)
+		if err != nil {
+			return err
+		}
+		var m Num
+		for i := range n {
+			m.N = i
+			if err := s.Send(&m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// Sum checks that it gets 1, 2, 3, … in order and sends their count.
+	reg("S.Sum", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
+		n := 0
+		for m, err := range s.Recv() {
+			if err != nil {
+				return err
+			}
+			if n++; m.N != n {
+				return fmt.Errorf("message %d is %d", n, m.N)
+			}
+		}
+		return s.Send(&Num{n})
+	})
+	reg("S.Echo", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
+		for m, err := range s.Recv() {
+			if err != nil {
+				return err
+			}
+			if err := s.Send(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// Fail sends n messages, then fails.
+	reg("S.Fail", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
+		n, err := first(s)
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			if err := s.Send(&Num{i}); err != nil {
+				return err
+			}
+		}
+		return &dispatch.Error{Code: dispatch.CodePermissionDenied, Message: "no more"}
+	})
+	reg("S.Panic", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
+		_ = s.Send(&Num{1})
+		panic("boom")
+	})
+	// Flood sends until Send fails, counting what it sent, and reports its
+	// context's error.
+	reg("S.Flood", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
+		var m Num
+		for {
+			if err := s.Send(&m); err != nil {
+				pr.ended <- ctx.Err()
+				return err
+			}
+			m.N++
+			pr.sent.Add(1)
+		}
+	})
+	// Wait sets reply metadata, sends one message and waits for its
+	// context to end.
+	reg("S.Wait", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
+		if err := dispatch.SetReplyMetadata(ctx, dispatch.Metadata{"r": "late"}); err != nil {
+			return err
+		}
+		if err := s.Send(&Num{7}); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		pr.ended <- ctx.Err()
+		return ctx.Err()
+	})
+	// Early returns at once, whatever the caller sends.
+	reg("S.Early", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error { return nil })
+	// Meta sends back the caller's metadata "k" (its length) and its path,
+	// and sets reply metadata.
+	require.NoError(t, dispatch.HandleStream(srv, "S.Meta", func(ctx context.Context, s *dispatch.ServerStream[Num, string]) error {
+		ci, _ := dispatch.CallInfoFrom(ctx)
+		for _, v := range []string{dispatch.MetadataFrom(ctx)["k"], string(ci.Path), ci.Method} {
+			if err := s.Send(&v); err != nil {
+				return err
+			}
+		}
+		return dispatch.SetReplyMetadata(ctx, dispatch.Metadata{"r": "reply"})
+	}, dispatch.Borrows()))
+	// Bytes echoes raw messages.
+	require.NoError(t, dispatch.HandleStream(srv, "S.Bytes", func(ctx context.Context, s *dispatch.ServerStream[[]byte, []byte]) error {
+		for m, err := range s.Recv() {
+			if err != nil {
+				return err
+			}
+			if err := s.Send(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, dispatch.Borrows()))
+	require.NoError(t, dispatch.Handle(srv, "S.Unary", func(ctx context.Context, args *Num, reply *Num) error {
+		*reply = *args
+		return nil
+	}))
+	return srv, pr
+}
+
+// collect ranges over seq, returning what it yielded and its error.
+func collect[T any](seq iter.Seq2[*T, error]) ([]T, error) {
+	var got []T
+	for m, err := range seq {
+		if err != nil {
+			return got, err
+		}
+		got = append(got, *m)
+	}
+	return got, nil
+}
+
+// streamOutcome is what a caller observes of one stream case.
+type streamOutcome struct {
+	Got     string
+	Err     string
+	Code    dispatch.Code
+	IsDL    bool
+	IsCanc  bool
+	Handler string // what the handler's context said, if the case asks
+	Extra   string
+}
+
+func observeErr(o *streamOutcome, err error) {
+	if err == nil {
+		return
+	}
+	o.Err = err.Error()
+	var de *dispatch.Error
+	if errors.As(err, &de) {
+		o.Code = de.Code
+	}
+	o.IsDL = errors.Is(err, context.DeadlineExceeded)
+	o.IsCanc = errors.Is(err, context.Canceled)
+}
+
+func summary(ns []Num) string {
+	if len(ns) == 0 {
+		return "none"
+	}
+	for i, n := range ns {
+		if n.N != i {
+			return fmt.Sprintf("%d messages, #%d is %d", len(ns), i, n.N)
+		}
+	}
+	return fmt.Sprintf("0…%d", len(ns)-1)
+}
+
+type streamCase struct {
+	name  string
+	run   func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome
+	check func(t *testing.T, o streamOutcome)
+}
+
+func handlerSaid(t *testing.T, pr *streamProbe) string {
+	select {
+	case err := <-pr.ended:
+		return fmt.Sprint(err)
+	case <-time.After(5 * time.Second):
+		t.Error("the handler did not return")
+		return "<still running>"
+	}
+}
+
+var streamCases = []streamCase{
+	{"server to client, 1000", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		got, err := collect(dispatch.CallStream[Num, Num](context.Background(), c, "S.Count", &Num{1000}))
+		o := streamOutcome{Got: summary(got)}
+		observeErr(&o, err)
+		return o
+	}, func(t *testing.T, o streamOutcome) { assert.Equal(t, streamOutcome{Got: "0…999"}, o) }},
+
+	{"server to client, ctx that can end", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		got, err := collect(dispatch.CallStream[Num, Num](ctx, c, "S.Count", &Num{1000}))
+		o := streamOutcome{Got: summary(got)}
+		observeErr(&o, err)
+		return o
+	}, func(t *testing.T, o streamOutcome) { assert.Equal(t, streamOutcome{Got: "0…999"}, o) }},
+
+	{"client to server, 1000", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Sum")
+		require.NoError(t, err)
+		defer s.Close()
+		for i := 1; i <= 1000; i++ {
+			require.NoError(t, s.Send(&Num{i}))
+		}
+		require.NoError(t, s.CloseSend())
+		got, err := collect(s.Recv())
+		o := streamOutcome{Got: fmt.Sprint(got)}
+		observeErr(&o, err)
+		return o
+	}, func(t *testing.T, o streamOutcome) { assert.Equal(t, streamOutcome{Got: "[{1000}]"}, o) }},
+
+	{"echo, 1000", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Echo")
+		require.NoError(t, err)
+		defer s.Close()
+		sent := make(chan error, 1)
+		go func() {
+			for i := range 1000 {
+				if err := s.Send(&Num{i}); err != nil {
+					sent <- err
+					return
+				}
+			}
+			sent <- s.CloseSend()
+		}()
+		got, err := collect(s.Recv())
+		o := streamOutcome{Got: summary(got), Extra: fmt.Sprint(<-sent)}
+		observeErr(&o, err)
+		return o
+	}, func(t *testing.T, o streamOutcome) { assert.Equal(t, streamOutcome{Got: "0…999", Extra: "<nil>"}, o) }},
+
+	{"echo in lock-step", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Echo")
+		require.NoError(t, err)
+		defer s.Close()
+		next, stop := iter.Pull2(s.Recv())
+		defer stop()
+		var got []Num
+		for i := range 100 {
+			require.NoError(t, s.Send(&Num{i}))
+			m, err, ok := next()
+			require.True(t, ok)
+			require.NoError(t, err)
+			got = append(got, *m)
+		}
+		require.NoError(t, s.CloseSend())
+		_, err, ok := next()
+		return streamOutcome{Got: summary(got), Extra: fmt.Sprint(err, ok)}
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Got: "0…99", Extra: "<nil> false"}, o)
+	}},
+
+	{"empty both ways", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Echo")
+		require.NoError(t, err)
+		require.NoError(t, s.CloseSend())
+		got, err := collect(s.Recv())
+		o := streamOutcome{Got: summary(got)}
+		observeErr(&o, err)
+		none, err := collect(dispatch.CallStream[Num, Num](context.Background(), c, "S.Count", &Num{0}))
+		o.Extra = fmt.Sprint(summary(none), err)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Got: "none", Extra: "none<nil>"}, o)
+	}},
+
+	{"caller breaks out", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		n := 0
+		for m, err := range dispatch.CallStream[Num, Num](context.Background(), c, "S.Flood", &Num{}) {
+			require.NoError(t, err)
+			require.Equal(t, n, m.N)
+			if n++; n == 3 {
+				break
+			}
+		}
+		return streamOutcome{Got: fmt.Sprint(n), Handler: handlerSaid(t, pr)}
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Got: "3", Handler: "context canceled"}, o)
+	}},
+
+	{"Close mid-stream", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Flood")
+		require.NoError(t, err)
+		n := 0
+		var o streamOutcome
+		for _, err := range s.Recv() {
+			if err != nil {
+				observeErr(&o, err)
+				break
+			}
+			if n++; n == 3 {
+				require.NoError(t, s.Close())
+			}
+		}
+		o.Handler = handlerSaid(t, pr)
+		o.Extra = fmt.Sprint(s.Send(&Num{}))
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Err: dispatch.ErrStreamDone.Error(), Handler: "context canceled", Extra: dispatch.ErrStreamDone.Error()}, o)
+	}},
+
+	{"handler returns while the caller sends", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Early")
+		require.NoError(t, err)
+		defer s.Close()
+		var sendErr error
+		for i := 0; i < 1_000_000 && sendErr == nil; i++ {
+			sendErr = s.Send(&Num{i})
+		}
+		got, err := collect(s.Recv())
+		o := streamOutcome{Got: summary(got), Extra: fmt.Sprint(sendErr)}
+		observeErr(&o, err)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Got: "none", Extra: dispatch.ErrStreamDone.Error()}, o)
+	}},
+
+	{"cancel mid-stream", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		n := 0
+		var o streamOutcome
+		for _, err := range dispatch.CallStream[Num, Num](ctx, c, "S.Flood", &Num{}) {
+			if err != nil {
+				observeErr(&o, err)
+				break
+			}
+			if n++; n == 3 {
+				cancel()
+			}
+		}
+		o.Handler = handlerSaid(t, pr)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Err: "context canceled", Code: dispatch.CodeCanceled, IsCanc: true, Handler: "context canceled"}, o)
+	}},
+
+	{"deadline mid-stream", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		got, err := collect(dispatch.CallStream[Num, Num](ctx, c, "S.Wait", &Num{}))
+		o := streamOutcome{Got: fmt.Sprint(got), Handler: handlerSaid(t, pr)}
+		observeErr(&o, err)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Got: "[{7}]", Err: "context deadline exceeded", Code: dispatch.CodeDeadlineExceeded, IsDL: true,
+			Handler: "context deadline exceeded"}, o)
+	}},
+
+	{"handler error after 5 messages", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		got, err := collect(dispatch.CallStream[Num, Num](context.Background(), c, "S.Fail", &Num{5}))
+		o := streamOutcome{Got: summary(got)}
+		observeErr(&o, err)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Got: "0…4", Err: "no more", Code: dispatch.CodePermissionDenied}, o)
+	}},
+
+	{"panic", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		got, err := collect(dispatch.CallStream[Num, Num](context.Background(), c, "S.Panic", &Num{}))
+		o := streamOutcome{Got: fmt.Sprint(got)}
+		observeErr(&o, err)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Got: "[{1}]", Err: "dispatch: panic in S.Panic: boom", Code: dispatch.CodeInternal}, o)
+	}},
+
+	{"slow consumer", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Flood")
+		require.NoError(t, err)
+		// The caller does not range: the handler must stall in Send.
+		last := int64(-1)
+		for {
+			time.Sleep(100 * time.Millisecond)
+			n := pr.sent.Load()
+			if n == last {
+				break
+			}
+			last = n
+		}
+		require.NoError(t, s.Close())
+		o := streamOutcome{Handler: handlerSaid(t, pr)}
+		// A Num encodes in 4 bytes ({"N": n} for small n, more later):
+		// the window of 256 KiB holds at most 65,536 of them.
+		o.Extra = fmt.Sprint(last <= dispatch.DefaultStreamWindow/4+2)
+		t.Logf("the handler sent %d messages before it stalled", last)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Handler: "context canceled", Extra: "true"}, o)
+	}},
+
+	{"metadata both ways", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		var md dispatch.Metadata
+		ctx := dispatch.CaptureReplyMetadata(dispatch.WithMetadata(context.Background(), dispatch.Metadata{"k": "v"}), &md)
+		s, err := dispatch.OpenStream[Num, string](ctx, c, "S.Meta")
+		require.NoError(t, err)
+		require.NoError(t, s.CloseSend())
+		got, err := collect(s.Recv())
+		require.Len(t, got, 3)
+		got[1] = fmt.Sprint(dispatch.Path(got[1]) != "") // the path varies; its parity is CallInfo's test
+		o := streamOutcome{Got: fmt.Sprint(got), Extra: fmt.Sprint(md)}
+		observeErr(&o, err)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Got: "[v true S.Meta]", Extra: "map[r:reply]"}, o)
+	}},
+
+	{"reply metadata left alone when the caller breaks", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		md := dispatch.Metadata{"was": "here"}
+		ctx := dispatch.CaptureReplyMetadata(context.Background(), &md)
+		for range dispatch.CallStream[Num, Num](ctx, c, "S.Wait", &Num{}) {
+			break
+		}
+		o := streamOutcome{Handler: handlerSaid(t, pr)}
+		time.Sleep(20 * time.Millisecond) // the end is on its way
+		o.Extra = fmt.Sprint(md)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Handler: "context canceled", Extra: "map[was:here]"}, o)
+	}},
+
+	{"messages near the frame limit", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		big := make([]byte, transport.DefaultMaxFrameSize-64)
+		for i := range big {
+			big[i] = byte(i)
+		}
+		s, err := dispatch.OpenStream[[]byte, []byte](context.Background(), c, "S.Bytes")
+		require.NoError(t, err)
+		defer s.Close()
+		sent := make(chan error, 1)
+		go func() {
+			for range 3 {
+				if err := s.Send(&big); err != nil {
+					sent <- err
+					return
+				}
+			}
+			sent <- s.CloseSend()
+		}()
+		n, same := 0, true
+		var o streamOutcome
+		for m, err := range s.Recv() {
+			if err != nil {
+				observeErr(&o, err)
+				break
+			}
+			n++
+			same = same && string(*m) == string(big)
+		}
+		o.Got = fmt.Sprint(n, same)
+		o.Extra = fmt.Sprint(<-sent)
+		return o
+	}, func(t *testing.T, o streamOutcome) { assert.Equal(t, streamOutcome{Got: "3 true", Extra: "<nil>"}, o) }},
+
+	{"unknown method", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		var o streamOutcome
+		_, err := collect(dispatch.CallStream[Num, Num](context.Background(), c, "S.Nope", &Num{}))
+		observeErr(&o, err)
+		_, err = collect(dispatch.CallStream[Num, Num](context.Background(), c, "Nope.Nope", &Num{}))
+		o.Extra = fmt.Sprint(err)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Err: "rpc: can't find method S.Nope", Code: dispatch.CodeNotFound, Extra: "rpc: can't find service Nope.Nope"}, o)
+	}},
+
+	{"a stream opened on a unary method", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Unary")
+		require.NoError(t, err) // the server says so, at the first Recv
+		defer s.Close()
+		_ = s.Send(&Num{1})
+		var o streamOutcome
+		_, err = collect(s.Recv())
+		observeErr(&o, err)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Err: "dispatch: S.Unary is not a streaming method; call it with Call", Code: dispatch.CodeInvalidArgument}, o)
+	}},
+
+	{"a unary call of a streaming method", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		var reply Num
+		var o streamOutcome
+		observeErr(&o, c.Call(context.Background(), "S.Count", &Num{1}, &reply))
+		o.Got = fmt.Sprint(reply)
+		return o
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Got: "{0}", Err: "dispatch: S.Count is a streaming method; call it with OpenStream or CallStream",
+			Code: dispatch.CodeInvalidArgument}, o)
+	}},
+
+	{"concurrent streams", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		n := 200
+		if !raceEnabled {
+			n = 1000
+		}
+		var wg sync.WaitGroup
+		var bad atomic.Int32
+		for g := range n {
+			wg.Go(func() {
+				got, err := collect(dispatch.CallStream[Num, Num](context.Background(), c, "S.Count", &Num{10 + g%10}))
+				if err != nil || summary(got) != fmt.Sprintf("0…%d", 9+g%10) {
+					bad.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		return streamOutcome{Extra: fmt.Sprint(bad.Load(), " failed")}
+	}, func(t *testing.T, o streamOutcome) { assert.Equal(t, streamOutcome{Extra: "0 failed"}, o) }},
+}
+
+// TestStreamParity runs every stream case on the five paths and demands
+// the same outcome on each.
+func TestStreamParity(t *testing.T) {
+	for _, tc := range streamCases {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			outcomes := map[dispatch.Path]streamOutcome{}
+			for _, p := range pathNames {
+				t.Run(string(p), func(t *testing.T) {
+					srv, pr := streamServer(t)
+					c, _ := dialPath(t, p, srv)
+					o := tc.run(t, c, pr)
+					tc.check(t, o)
+					outcomes[p] = o
+				})
+			}
+			for _, p := range pathNames[1:] {
+				if o, ok := outcomes[p]; ok {
+					assert.Equal(t, outcomes[pathNames[0]], o, "%s differs from %s", p, pathNames[0])
+				}
+			}
+		})
+	}
+}
+
+// A stream whose caller does not read stalls its handler, and nothing else:
+// calls and other streams on the same connection go on, on every path.
+func TestStreamStallBlocksNothingElse(t *testing.T) {
+	for _, p := range pathNames {
+		t.Run(string(p), func(t *testing.T) {
+			srv, pr := streamServer(t)
+			c, _ := dialPath(t, p, srv)
+			stalled, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Flood")
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { n := pr.sent.Load(); time.Sleep(50 * time.Millisecond); return n == pr.sent.Load() },
+				5*time.Second, time.Millisecond, "the handler stalls in Send")
+			var reply Num
+			require.NoError(t, c.Call(context.Background(), "S.Unary", &Num{5}, &reply))
+			assert.Equal(t, 5, reply.N)
+			got, err := collect(dispatch.CallStream[Num, Num](context.Background(), c, "S.Count", &Num{100}))
+			require.NoError(t, err)
+			assert.Equal(t, "0…99", summary(got))
+			require.NoError(t, stalled.Close())
+			assert.Equal(t, "context canceled", handlerSaid(t, pr))
+		})
+	}
+}
+
+// Shutdown waits for the streams in flight, which hold the Server's gate as
+// calls do, and turns new ones away; Close ends them at once.
+func TestStreamShutdownAndClose(t *testing.T) {
+	for _, p := range pathNames {
+		t.Run(string(p), func(t *testing.T) {
+			srv, _ := streamServer(t)
+			c, _ := dialPath(t, p, srv)
+			s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Echo")
+			require.NoError(t, err)
+			require.NoError(t, s.Send(&Num{1}))
+			next, stop := iter.Pull2(s.Recv())
+			defer stop()
+			m, err, _ := next()
+			require.NoError(t, err)
+			require.Equal(t, 1, m.N)
+
+			shut := make(chan error, 1)
+			go func() { shut <- srv.Shutdown(context.Background()) }()
+			quiet(t, shut, "Shutdown with a stream in flight")
+			_, err = collect(dispatch.CallStream[Num, Num](context.Background(), c, "S.Count", &Num{1}))
+			assert.Equal(t, dispatch.CodeUnavailable, codeOf(err), "a new stream while draining: %v", err)
+			require.NoError(t, s.Send(&Num{2}), "the stream in flight goes on")
+			m, err, _ = next()
+			require.NoError(t, err)
+			require.Equal(t, 2, m.N)
+			require.NoError(t, s.CloseSend())
+			_, err, ok := next()
+			assert.False(t, ok, "the stream ends: %v", err)
+			require.NoError(t, recv(t, shut, 5*time.Second, "Shutdown"))
+		})
+		t.Run(string(p)+"/close", func(t *testing.T) {
+			srv, pr := streamServer(t)
+			c, _ := dialPath(t, p, srv)
+			var o streamOutcome
+			n := 0
+			for _, err := range dispatch.CallStream[Num, Num](context.Background(), c, "S.Flood", &Num{}) {
+				if err != nil {
+					observeErr(&o, err)
+					break
+				}
+				if n++; n == 3 {
+					go srv.Close()
+				}
+			}
+			assert.True(t, strings.HasPrefix(o.Err, dispatch.ErrShutdown.Error()), "the caller's stream fails: %q", o.Err)
+			assert.Equal(t, "context canceled", handlerSaid(t, pr))
+		})
+	}
+}
+
+// A peer that sends beyond the window it was granted breaks the protocol:
+// the server closes the connection, rather than queue without bound.
+func TestStreamWindowEnforced(t *testing.T) {
+	srv, _ := streamServer(t, dispatch.WithStreamWindow(1024))
+	tr := memory.New()
+	addr := serve(t, srv, tr, "")
+	sock, err := tr.Dial(context.Background(), addr)
+	require.NoError(t, err)
+	defer sock.Close()
+	send := func(h map[string]string, body []byte) error {
+		return sock.Send(&transport.Message{Header: h, Body: body})
+	}
+	require.NoError(t, send(map[string]string{"Service-Method": "S.Wait", "Seq": "1", "Stream": "open", "Window": "65536"}, nil))
+	var m transport.Message
+	require.NoError(t, sock.Recv(&m))
+	assert.Equal(t, map[string]string{"Seq": "1", "Stream": "window", "Window": "1024"}, m.Header, "the server's window comes first")
+	// S.Wait reads nothing: 600 bytes, then 600 more (over 1024 with more
+	// than half outstanding), is beyond the window.
+	body := make([]byte, 600)
+	require.NoError(t, send(map[string]string{"Seq": "1", "Stream": "msg"}, body))
+	require.NoError(t, send(map[string]string{"Seq": "1", "Stream": "msg"}, body))
+	for {
+		if err := sock.Recv(&m); err != nil {
+			assert.ErrorIs(t, err, io.EOF, "the server hung up")
+			return
+		}
+	}
+}
+
+// WithStreamWindow refuses what is not a window, on both ends.
+func TestWithStreamWindowInvalid(t *testing.T) {
+	_, err := dispatch.Dial(context.Background(), memory.New(), "x", dispatch.WithStreamWindow(0))
+	assert.ErrorContains(t, err, "WithStreamWindow")
+	srv := dispatch.NewServer(dispatch.WithStreamWindow(-1))
+	l, err := memory.New().Listen("")
+	require.NoError(t, err)
+	defer l.Close()
+	assert.ErrorContains(t, srv.Start(l), "WithStreamWindow")
+}
+
+// HandleStream's registration rules are Handle's.
+func TestHandleStreamRegistration(t *testing.T) {
+	srv, _ := streamServer(t)
+	fn := func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error { return nil }
+	assert.ErrorContains(t, dispatch.HandleStream(srv, "S.Echo", fn), "already registered")
+	assert.ErrorContains(t, dispatch.HandleStream(srv, "S.Unary", fn), "already registered")
+	assert.ErrorContains(t, dispatch.HandleStream(srv, "NoDot", fn), "not of the form")
+	assert.ErrorContains(t, dispatch.HandleStream[Num, Num](srv, "S.Nil", nil), "nil function")
+	assert.ErrorContains(t, dispatch.HandleStream(srv, "S.X", fn, dispatch.Borrows("Y")), "Borrows names Y")
+	assert.Contains(t, srv.Methods(), "S.Echo")
+}
