@@ -118,7 +118,7 @@ const DefaultIdleTimeout = 5 * time.Minute
 // while none of its calls is in flight — or that stopped half way through
 // a message — as net/http's IdleTimeout does: a peer that connects and goes
 // silent otherwise holds a goroutine, buffers and a file descriptor for
-// ever. The connection goes after between 7/8 d and d of silence. 0 turns
+// ever. The connection goes after between d and 9/8 d of silence. 0 turns
 // it off; d must not be negative.
 func WithIdleTimeout(d time.Duration) ServerOption {
 	return serverOption(func(o *serverOptions) {

@@ -2,11 +2,9 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
@@ -43,12 +41,9 @@ type serverConn struct {
 	// (WithReplyTimeout); nil when the timeout is off.
 	watchdog *replyWatchdog
 
-	// quietSince is when the last call in flight was answered (c.mu).
-	quietSince time.Time
-
-	// idleAt is the read deadline the reader last set (armIdle); only the
-	// reader, one goroutine at a time, touches it.
-	idleAt time.Time
+	// idle drops the connection once it has been idle for the idle
+	// timeout (WithIdleTimeout); nil when the timeout is off.
+	idle *idleWatch
 }
 
 // connInfo returns what the connection's calls share of their CallInfo,
@@ -61,32 +56,18 @@ func (c *serverConn) connInfo() *connInfo {
 	return c.info.Load()
 }
 
-// armIdle keeps a read deadline WithIdleTimeout away, so that a peer that
-// sends nothing — or stops half way through a frame — is dropped. It moves
-// the deadline only once an eighth of the timeout has passed, rather than
-// before every Recv, which keeps its cost off the calls: a connection is
-// dropped after between seven eighths of the timeout and the whole of it
-// without a message.
-func (c *serverConn) armIdle() {
-	d := c.srv.opts.idleTimeout
-	if d == 0 {
-		return
-	}
-	now := time.Now()
-	if now.Add(d - d/8).Before(c.idleAt) {
-		return
-	}
-	c.idleAt = now.Add(d)
-	_ = c.sock.SetReadDeadline(c.idleAt)
-}
-
-// idle reports whether the connection has had no call in flight for most
-// of the idle timeout: calls count as activity until they are answered.
-func (c *serverConn) idle() bool {
+// busy reports whether calls are in flight: a connection waiting for its
+// handlers is not idle, however long they take.
+func (c *serverConn) busy() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := c.srv.opts.idleTimeout
-	return c.inflight == 0 && time.Since(c.quietSince) >= d-d/8
+	return c.inflight > 0
+}
+
+// expireIdle closes a connection that has been idle for the idle timeout.
+func (c *serverConn) expireIdle() {
+	c.srv.opts.logger.Debug("dispatch: closing idle connection", "remote", c.sock.RemoteAddr(), "idle", c.srv.opts.idleTimeout)
+	c.sock.Close()
 }
 
 // run reads requests until one starts a call, which it then runs after
@@ -94,16 +75,12 @@ func (c *serverConn) idle() bool {
 func (c *serverConn) run() {
 	m := &c.msg
 	for {
-		c.armIdle()
 		if err := c.sock.Recv(m); err != nil {
-			if errors.Is(err, transport.ErrTimeout) && !c.idle() {
-				continue // calls in flight, or just answered: not idle
-			}
-			if errors.Is(err, transport.ErrTimeout) {
-				c.srv.opts.logger.Debug("dispatch: closing idle connection", "remote", c.sock.RemoteAddr(), "idle", c.srv.opts.idleTimeout)
-			}
 			c.finish()
 			return
+		}
+		if c.idle != nil {
+			c.idle.touch()
 		}
 		seqText := m.Header[rpcwire.Seq]
 		seq, err := rpcwire.ParseSeq(m.Header)
@@ -149,6 +126,9 @@ func (c *serverConn) finish() {
 	c.sock.Close()
 	if c.watchdog != nil {
 		c.watchdog.stop()
+	}
+	if c.idle != nil {
+		c.idle.stop()
 	}
 	c.srv.untrack(c)
 	close(c.done)
@@ -271,8 +251,9 @@ func (call *serverCall) run() {
 		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)
 		c.bytes.Add(-call.size)
 		c.mu.Lock()
-		if c.inflight--; c.inflight == 0 && c.srv.opts.idleTimeout > 0 {
-			c.quietSince = time.Now()
+		c.inflight--
+		if c.idle != nil {
+			c.idle.touch() // a reply written: the connection is in use
 		}
 		c.mu.Unlock()
 	}()

@@ -347,6 +347,9 @@ func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
 	if d := s.opts.replyTimeout; d > 0 {
 		c.watchdog = newReplyWatchdog(d, c.stalled)
 	}
+	if d := s.opts.idleTimeout; d > 0 {
+		c.idle = newIdleWatch(d, c.busy, c.expireIdle)
+	}
 	s.conns[c] = struct{}{}
 	s.serving.Add(1)
 	return c

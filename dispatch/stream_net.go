@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
@@ -147,8 +146,9 @@ func (call *serverCall) runStream() {
 		st.in.close()
 		c.endStream(call.seqText, call.sealReply(), e)
 		c.mu.Lock()
-		if c.inflight--; c.inflight == 0 && c.srv.opts.idleTimeout > 0 {
-			c.quietSince = time.Now()
+		c.inflight--
+		if c.idle != nil {
+			c.idle.touch() // the stream's end written: the connection is in use
 		}
 		c.mu.Unlock()
 	}()
