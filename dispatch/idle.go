@@ -23,19 +23,21 @@ const idleTicks = 8
 type idleWatch struct {
 	timeout  time.Duration
 	busy     func() bool // whether calls are in flight
+	quiet    func()      // told at the first quiet tick after activity
 	expire   func()      // closes the connection
 	timer    *time.Timer
 	activity atomic.Uint64 // messages received and replies written
 
-	mu    sync.Mutex // the tick's own state; only tick takes it
-	last  uint64     // activity, as the last tick saw it
-	quiet int        // ticks in a row with no activity and no call in flight
+	mu     sync.Mutex // the tick's own state; only tick takes it
+	last   uint64     // activity, as the last tick saw it
+	quiets int        // ticks in a row with no activity and no call in flight
 }
 
-// newIdleWatch starts watching: expire is called once the connection has
-// been idle for timeout, which must be positive.
-func newIdleWatch(timeout time.Duration, busy func() bool, expire func()) *idleWatch {
-	w := &idleWatch{timeout: timeout, busy: busy, expire: expire}
+// newIdleWatch starts watching: quiet is called once the connection has
+// been idle for an eighth of timeout, and expire once it has been idle for
+// timeout, which must be positive.
+func newIdleWatch(timeout time.Duration, busy func() bool, quiet, expire func()) *idleWatch {
+	w := &idleWatch{timeout: timeout, busy: busy, quiet: quiet, expire: expire}
 	// Set before it can fire: tick reads w.timer.
 	w.timer = time.AfterFunc(time.Hour, w.tick)
 	w.timer.Reset(timeout / idleTicks)
@@ -55,15 +57,18 @@ func (w *idleWatch) tick() {
 	w.mu.Lock()
 	n := w.activity.Load()
 	if n != w.last || w.busy() {
-		w.last, w.quiet = n, 0
+		w.last, w.quiets = n, 0
 	} else {
-		w.quiet++
+		w.quiets++
 	}
-	expired := w.quiet >= idleTicks
+	first, expired := w.quiets == 1, w.quiets >= idleTicks
 	w.mu.Unlock()
 	if expired {
 		w.expire()
 		return
+	}
+	if first {
+		w.quiet()
 	}
 	w.timer.Reset(w.timeout / idleTicks)
 }

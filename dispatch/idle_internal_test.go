@@ -14,7 +14,7 @@ func TestIdleWatch(t *testing.T) {
 	t.Run("idle", func(t *testing.T) {
 		expired := make(chan time.Time, 1)
 		start := time.Now()
-		w := newIdleWatch(d, func() bool { return false }, func() { expired <- time.Now() })
+		w := newIdleWatch(d, func() bool { return false }, func() {}, func() { expired <- time.Now() })
 		defer w.stop()
 		select {
 		case at := <-expired:
@@ -27,7 +27,7 @@ func TestIdleWatch(t *testing.T) {
 	})
 	t.Run("active", func(t *testing.T) {
 		var expired atomic.Bool
-		w := newIdleWatch(d, func() bool { return false }, func() { expired.Store(true) })
+		w := newIdleWatch(d, func() bool { return false }, func() {}, func() { expired.Store(true) })
 		defer w.stop()
 		for end := time.Now().Add(5 * d); time.Now().Before(end); time.Sleep(d / 4) {
 			w.touch()
@@ -39,7 +39,7 @@ func TestIdleWatch(t *testing.T) {
 	t.Run("busy", func(t *testing.T) {
 		var expired, busy atomic.Bool
 		busy.Store(true)
-		w := newIdleWatch(d, busy.Load, func() { expired.Store(true) })
+		w := newIdleWatch(d, busy.Load, func() {}, func() { expired.Store(true) })
 		defer w.stop()
 		time.Sleep(4 * d)
 		if expired.Load() {

@@ -250,16 +250,27 @@ func TestHalfFrameIsDropped(t *testing.T) {
 }
 
 // A large request, once answered, is not kept by the connection that read
-// it, nor its large reply by the Client: an ordinary client that makes one
-// call of megabytes and then idles pins nothing (before, both readers kept
-// the message's buffer until the connection closed).
-func TestLargeMessagesAreNotKept(t *testing.T) {
-	srv := dispatch.NewServer()
-	require.NoError(t, dispatch.Handle(srv, "Blob.Echo", func(ctx context.Context, b *[]byte, r *[]byte) error { *r = *b; return nil }))
-	addr := serve(t, srv, tcp.New(), "127.0.0.1:0")
-	c, err := dispatch.Dial(context.Background(), tcp.New(), addr)
+// it once the connection goes quiet: the buffer stays while large requests
+// keep coming (growing it again for each would cost more than the
+// message), and goes an eighth of the idle timeout after the last (before,
+// it stayed until the connection closed: 4 MiB per idle connection).
+func TestLargeRequestsAreNotKept(t *testing.T) {
+	srv := dispatch.NewServer(dispatch.WithIdleTimeout(800 * time.Millisecond))
+	require.NoError(t, dispatch.Handle(srv, "Blob.Len", func(ctx context.Context, b *[]byte, r *int) error { *r = len(*b); return nil }))
+	tr := tcp.New()
+	addr := serve(t, srv, tr, "127.0.0.1:0")
+	sock, err := tr.Dial(context.Background(), addr)
 	require.NoError(t, err)
-	defer c.Close()
+	defer sock.Close()
+	call := func(seq int, body []byte) {
+		t.Helper()
+		b, err := codec.Msgpack.Marshal(body)
+		require.NoError(t, err)
+		require.NoError(t, sock.Send(&transport.Message{Header: map[string]string{"Service-Method": "Blob.Len", "Seq": strconv.Itoa(seq)}, Body: b}))
+		var m transport.Message
+		require.NoError(t, sock.Recv(&m))
+		require.Empty(t, m.Header["Error"])
+	}
 	heap := func() int64 {
 		runtime.GC()
 		runtime.GC()
@@ -267,20 +278,14 @@ func TestLargeMessagesAreNotKept(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		return int64(ms.HeapAlloc)
 	}
-	small := []byte("hi")
-	for range 10 {
-		require.NoError(t, c.Call(context.Background(), "Blob.Echo", small, new([]byte)))
-	}
+	call(0, []byte("hi"))
 	before := heap()
-	big := make([]byte, 3<<20) // above every buffer kept on purpose (2 MiB)
-	var got []byte
-	require.NoError(t, c.Call(context.Background(), "Blob.Echo", big, &got))
-	require.Len(t, got, len(big))
-	big, got = nil, nil
-	require.NoError(t, c.Call(context.Background(), "Blob.Echo", small, new([]byte)))
-	assert.Less(t, heap()-before, int64(1<<20), "bytes still held after a 3 MiB call")
-	runtime.KeepAlive(big)
-	runtime.KeepAlive(got)
+	call(1, make([]byte, 3<<20))
+	call(2, make([]byte, 3<<20))
+	assert.Greater(t, heap()-before, int64(2<<20), "the buffer is kept while large requests come")
+	time.Sleep(400 * time.Millisecond) // a quiet eighth of the idle timeout, and more
+	assert.Less(t, heap()-before, int64(1<<20), "bytes still held by a quiet connection after 3 MiB requests")
+	call(3, []byte("still served"))
 }
 
 // A peer that sends large requests and never reads its replies holds no

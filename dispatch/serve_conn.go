@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
@@ -44,6 +46,9 @@ type serverConn struct {
 	// idle drops the connection once it has been idle for the idle
 	// timeout (WithIdleTimeout); nil when the timeout is off.
 	idle *idleWatch
+	// bigBody says the reader's message holds a body buffer past keptBody;
+	// shedding asks the reader to drop it (quiet).
+	bigBody, shedding atomic.Bool
 }
 
 // connInfo returns what the connection's calls share of their CallInfo,
@@ -64,6 +69,18 @@ func (c *serverConn) busy() bool {
 	return c.inflight > 0
 }
 
+// quiet is told when the connection has been idle for an eighth of the
+// idle timeout. A reader holding a large body buffer (kept while large
+// messages come one after another) is made to drop it: a read deadline in
+// the past ends its Recv, which leaves the socket usable when no part of a
+// message has arrived (the Socket contract), and the reader, seeing
+// shedding, drops the buffer and reads on.
+func (c *serverConn) quiet() {
+	if c.bigBody.Load() && c.shedding.CompareAndSwap(false, true) {
+		_ = c.sock.SetReadDeadline(longAgo)
+	}
+}
+
 // expireIdle closes a connection that has been idle for the idle timeout.
 func (c *serverConn) expireIdle() {
 	c.srv.opts.logger.Debug("dispatch: closing idle connection", "remote", c.sock.RemoteAddr(), "idle", c.srv.opts.idleTimeout)
@@ -76,8 +93,19 @@ func (c *serverConn) run() {
 	m := &c.msg
 	for {
 		if err := c.sock.Recv(m); err != nil {
+			if c.shedding.Load() && errors.Is(err, transport.ErrTimeout) {
+				// quiet asked for the large buffer back.
+				m.Body = nil
+				c.bigBody.Store(false)
+				_ = c.sock.SetReadDeadline(time.Time{})
+				c.shedding.Store(false)
+				continue
+			}
 			c.finish()
 			return
+		}
+		if cap(m.Body) > keptBody {
+			c.bigBody.Store(true)
 		}
 		if c.idle != nil {
 			c.idle.touch()
@@ -110,7 +138,7 @@ func (c *serverConn) run() {
 			}
 		}
 		call := c.start(m, seq, seqText, open)
-		shed(m) // decoded: what a large request held is not kept
+		shed(m)
 		if call != nil {
 			c.srv.work(c)
 			call.run()

@@ -348,7 +348,7 @@ func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
 		c.watchdog = newReplyWatchdog(d, c.stalled)
 	}
 	if d := s.opts.idleTimeout; d > 0 {
-		c.idle = newIdleWatch(d, c.busy, c.expireIdle)
+		c.idle = newIdleWatch(d, c.busy, c.quiet, c.expireIdle)
 	}
 	s.conns[c] = struct{}{}
 	s.serving.Add(1)

@@ -114,16 +114,19 @@ func argsTooLarge(name string, err error) error {
 // nothing, while a request or reply of megabytes, or of a thousand
 // headers, is not pinned for as long as the connection lives (an idle
 // connection may live for minutes; a mux session holds thousands).
+//
+// A header map past keptHeaders is dropped after every message: maps are
+// cheap to make again. A body buffer past keptBody is kept while messages
+// keep coming — growing it again for every megabyte message would cost
+// more than the message — and a Server drops it once its connection goes
+// quiet (serverConn.quiet).
 const (
 	keptBody    = 64 << 10
 	keptHeaders = 32
 )
 
-// shed drops what m holds beyond those bounds, once it has been handled.
+// shed drops m's header map past keptHeaders, once m has been handled.
 func shed(m *transport.Message) {
-	if cap(m.Body) > keptBody {
-		m.Body = nil
-	}
 	if len(m.Header) > keptHeaders {
 		m.Header = nil // the reader makes a new map
 	}
