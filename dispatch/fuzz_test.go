@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -143,5 +144,108 @@ func FuzzClientReply(f *testing.F) {
 		}
 		c.Close()
 		<-served
+	})
+}
+
+// FuzzServerStream sends a Server a stream's frames with fuzzed kinds,
+// windows and bodies — after an open frame, or without one — then a
+// well-formed call: the Server must neither panic nor hang, answering the
+// call or closing the connection, whatever the stream's frames were.
+func FuzzServerStream(f *testing.F) {
+	msg, _ := codec.Msgpack.Marshal(Args{1, 2})
+	f.Add(true, "65536", "msg", "", msg, "end", "", []byte{})
+	f.Add(true, "1", "msg", "", msg, "msg", "", msg)
+	f.Add(true, "", "window", "1073741824", []byte{}, "window", "-1", []byte{})
+	f.Add(false, "", "msg", "", msg, "end", "", []byte{})
+	f.Add(true, "0", "open", "", []byte{0x01}, "nope", "x", []byte{0xc1})
+	f.Fuzz(func(t *testing.T, open bool, openWindow, kind1, win1 string, body1 []byte, kind2, win2 string, body2 []byte) {
+		srv := dispatch.NewServer()
+		if err := dispatch.HandleStream(srv, "Echo.Stream", func(ctx context.Context, s *dispatch.ServerStream[Args, Args]) error {
+			for m, err := range s.Recv() {
+				if err != nil {
+					return err
+				}
+				if err := s.Send(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := dispatch.Handle(srv, "Gen.Add", func(ctx context.Context, a *Args, r *int) error { *r = a.A + a.B; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		tr := memory.New()
+		l, err := tr.Listen("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(l); err != nil {
+			t.Fatal(err)
+		}
+		sock, err := tr.Dial(context.Background(), l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sock.Close()
+		// The server may send on the stream while the test sends: read
+		// everything on a goroutine, so that no window or send blocks it.
+		answered := make(chan string, 1) // "" when the connection closed
+		go func() {
+			var m transport.Message
+			for {
+				if err := sock.Recv(&m); err != nil {
+					answered <- ""
+					return
+				}
+				if m.Header["Seq"] == "424242" {
+					var r int
+					if m.Header["Error"] == "" && codec.Msgpack.Unmarshal(m.Body, &r) == nil && r == 5 {
+						answered <- "ok"
+					} else {
+						answered <- fmt.Sprintf("%v %q", m.Header, m.Body)
+					}
+					return
+				}
+			}
+		}()
+		send := func(h map[string]string, body []byte) bool {
+			return sock.Send(&transport.Message{Header: h, Body: body}) == nil
+		}
+		if open {
+			h := map[string]string{"Service-Method": "Echo.Stream", "Seq": "1", "Stream": "open"}
+			if openWindow != "" {
+				h["Window"] = openWindow
+			}
+			if !send(h, nil) {
+				return
+			}
+		}
+		for _, fr := range []struct {
+			kind, win string
+			body      []byte
+		}{{kind1, win1, body1}, {kind2, win2, body2}} {
+			h := map[string]string{"Seq": "1", "Stream": fr.kind}
+			if fr.win != "" {
+				h["Window"] = fr.win
+			}
+			if !send(h, fr.body) {
+				return // the server closed the connection: allowed
+			}
+		}
+		good, _ := codec.Msgpack.Marshal(Args{2, 3})
+		if !send(map[string]string{"Service-Method": "Gen.Add", "Seq": "424242"}, good) {
+			return
+		}
+		select {
+		case a := <-answered: // answered well, or the connection closed: both allowed
+			if a != "" && a != "ok" {
+				t.Fatalf("the well-formed call after the stream's frames was answered %s", a)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server neither answered the call after the stream's frames nor closed the connection")
+		}
 	})
 }
