@@ -1,5 +1,5 @@
 // Package bench measures zerodial side by side with its peers — net/rpc,
-// hashicorp's msgpackrpc, gRPC, grpchan's in-process channel — and with
+// hashicorp's msgpackrpc, gRPC, grpchan's in-process channel, drpc — and with
 // floors that do the least work any implementation of the same call must
 // do. It is a module of its own so that none of the peers enters the
 // library's go.mod.
@@ -8,7 +8,9 @@
 //	go run ./cmd/report                           # medians, ratios, docs/bench.md and docs/bench.svg
 //
 // BenchmarkUnary/<impl>/<size> makes one call at a time; BenchmarkParallel/<impl>
-// makes 16-byte calls from 64 goroutines sharing one client.
+// makes 16-byte calls from 64 goroutines sharing one client;
+// BenchmarkStream/<impl> (stream_test.go) makes one server-streaming call
+// of 10,000 16-byte messages per op.
 package bench
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"iter"
 	"net"
 	"reflect"
 	"sync"
@@ -19,6 +20,63 @@ func init() {
 	register("floor-reflect", setupFloorReflect)
 	register("floor-chan", setupFloorChan)
 	register("floor-tcp", setupFloorTCP)
+	registerStream("floor-chan", func(testing.TB) streamFunc { return floorChanStream })
+	registerStream("floor-iterpull", func(testing.TB) streamFunc { return floorIterPullStream })
+}
+
+// The stream floors. Both carry the messages by value with no codec, no
+// framing and no error beyond the end of the stream.
+
+// floorChanStream: a goroutine started for the stream sends the messages,
+// [msgSize]byte values, on a channel with a buffer of 256 and closes it;
+// the caller receives them until it is closed. A producer running ahead of
+// its consumer, as a network stream's sender does within its window.
+func floorChanStream(_ context.Context, n int) (int, error) {
+	ch := make(chan [msgSize]byte, 256)
+	go func() {
+		var msg [msgSize]byte
+		for i := range n {
+			fillMsg(msg[:], i)
+			ch <- msg
+		}
+		close(ch)
+	}()
+	got := 0
+	for msg := range ch {
+		if !msgOK(msg[:], got) {
+			for range ch { // let the sender finish
+			}
+			bad := msg // only here, so that msg stays off the heap
+			return got, errBadMsg(got, bad[:])
+		}
+		got++
+	}
+	return got, nil
+}
+
+// floorIterPullStream: iter.Pull over a generator that fills one buffer for
+// each message and yields it; the caller pulls until the generator ends.
+// Each message costs a switch of coroutines there and back: the least a
+// hand-off between a producer and a consumer that pulls costs.
+func floorIterPullStream(_ context.Context, n int) (int, error) {
+	next, stop := iter.Pull(func(yield func([]byte) bool) {
+		msg := make([]byte, msgSize)
+		for i := range n {
+			fillMsg(msg, i)
+			if !yield(msg) {
+				return
+			}
+		}
+	})
+	defer stop()
+	got := 0
+	for msg, ok := next(); ok; msg, ok = next() {
+		if !msgOK(msg, got) {
+			return got, errBadMsg(got, msg)
+		}
+		got++
+	}
+	return got, nil
 }
 
 // setupFloorReflect: the method found once, as net/rpc's Register does,

@@ -196,3 +196,141 @@ func TestShortcutModes(t *testing.T) {
 		})
 	}
 }
+
+// zerodial's stream rows: Stream.Flow, registered with dispatch.HandleStream
+// and dispatch.Borrows, called with dispatch.CallStream and
+// context.Background() on five paths. On the shortcut such a context cannot
+// end, so CallStream runs the handler on the caller's goroutine, each Send
+// yielding to the caller's loop: in direct mode the handler's own message
+// by pointer, in copy mode through msgpack once each way.
+//
+//   - zerodial-direct, zerodial-copy: the shortcut in ShortcutDirect and
+//     ShortcutCopy mode, dialled through noDial as for the unary rows.
+//   - zerodial-memory, zerodial-tcp, zerodial-mux: a Client over a socket of
+//     memory.New(), tcp.New() or mux.New(), no shortcut.
+
+func init() {
+	registerStream("zerodial-direct", func(tb testing.TB) streamFunc {
+		return zerodialStreamShortcut(tb, dispatch.ShortcutDirect)
+	})
+	registerStream("zerodial-copy", func(tb testing.TB) streamFunc {
+		return zerodialStreamShortcut(tb, dispatch.ShortcutCopy)
+	})
+	registerStream("zerodial-memory", func(tb testing.TB) streamFunc {
+		tr := memory.New()
+		return dialZerodialStream(tb, tr, serveZerodial(tb, tr, "", registerFlow))
+	})
+	registerStream("zerodial-tcp", func(tb testing.TB) streamFunc {
+		tr := tcp.New()
+		return dialZerodialStream(tb, tr, serveZerodial(tb, tr, "127.0.0.1:0", registerFlow))
+	})
+	registerStream("zerodial-mux", func(tb testing.TB) streamFunc {
+		tr := mux.New()
+		tb.Cleanup(func() { tr.Close() })
+		return dialZerodialStream(tb, tr, serveZerodial(tb, tr, "127.0.0.1:0", registerFlow))
+	})
+}
+
+// flowMethod is the streaming method of the stream rows.
+const flowMethod = "Stream.Flow"
+
+// registerFlow registers Stream.Flow: given n, it sends messages 0 to n-1,
+// filling one buffer for each (Send returns once the message may be reused:
+// encoded, or in direct mode taken and let go of by the caller).
+func registerFlow(srv *dispatch.Server) error {
+	return dispatch.HandleStream(srv, flowMethod, func(_ context.Context, s *dispatch.ServerStream[int64, []byte]) error {
+		for n, err := range s.Recv() {
+			if err != nil {
+				return err
+			}
+			msg := make([]byte, msgSize)
+			for i := range int(*n) {
+				fillMsg(msg, i)
+				if err := s.Send(&msg); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}, dispatch.Borrows())
+}
+
+// zerodialStreamShortcut serves Stream.Flow on a memory transport and dials
+// it with the shortcut in mode, through noDial.
+func zerodialStreamShortcut(tb testing.TB, mode dispatch.ShortcutMode) streamFunc {
+	tr := memory.New()
+	addr := serveZerodial(tb, tr, "", registerFlow)
+	return dialZerodialStream(tb, noDial{tr}, addr, dispatch.WithShortcut(mode))
+}
+
+// dialZerodialStream dials addr on tr and returns a streamFunc that ranges
+// over dispatch.CallStream of Stream.Flow.
+func dialZerodialStream(tb testing.TB, tr transport.Transport, addr string, opts ...dispatch.ClientOption) streamFunc {
+	c, err := dispatch.Dial(context.Background(), tr, addr, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return func(ctx context.Context, n int) (int, error) {
+		args := int64(n)
+		got := 0
+		for m, err := range dispatch.CallStream[int64, []byte](ctx, c, flowMethod, &args) {
+			if err != nil {
+				return got, err
+			}
+			if !msgOK(*m, got) {
+				return got, errBadMsg(got, *m)
+			}
+			got++
+		}
+		return got, nil
+	}
+}
+
+// TestStreamShortcutModes checks that the shortcut stream rows time the
+// mode they are named for: in direct mode the caller sees the handler's own
+// buffer, the same one for every message; in copy mode its own copy.
+func TestStreamShortcutModes(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		mode       dispatch.ShortcutMode
+		wantShared bool
+	}{
+		{"zerodial-direct", dispatch.ShortcutDirect, true},
+		{"zerodial-copy", dispatch.ShortcutCopy, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := memory.New()
+			var sent *byte // the handler's buffer
+			addr := serveZerodial(t, tr, "", func(srv *dispatch.Server) error {
+				return dispatch.HandleStream(srv, flowMethod, func(_ context.Context, s *dispatch.ServerStream[int64, []byte]) error {
+					msg := msgFor(0)
+					sent = &msg[0]
+					return s.Send(&msg)
+				}, dispatch.Borrows())
+			})
+			cl, err := dispatch.Dial(context.Background(), noDial{tr}, addr, dispatch.WithShortcut(c.mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			var args int64
+			got := 0
+			for m, err := range dispatch.CallStream[int64, []byte](context.Background(), cl, flowMethod, &args) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got++
+				if !msgOK(*m, 0) {
+					t.Fatal(errBadMsg(0, *m))
+				}
+				if shared := &(*m)[0] == sent; shared != c.wantShared {
+					t.Errorf("the caller's message is the handler's buffer: %v, want %v", shared, c.wantShared)
+				}
+			}
+			if got != 1 {
+				t.Errorf("%d messages, want 1", got)
+			}
+		})
+	}
+}

@@ -194,3 +194,71 @@ func TestFmtRatio(t *testing.T) {
 		}
 	}
 }
+
+// TestStreams checks the stream targets and the streams table on canned
+// BenchmarkStream output (one sample each).
+func TestStreams(t *testing.T) {
+	s, err := Parse(strings.NewReader(`BenchmarkStream/zerodial-direct-2 	3114	 400000 ns/op	 0.0013 allocs/msg	 40.00 ns/msg	 728 B/op	 13 allocs/op
+BenchmarkStream/zerodial-copy-2 	1042	 1100000 ns/op	 0.02 allocs/msg	 110.0 ns/msg	 777 B/op	 200 allocs/op
+BenchmarkStream/zerodial-memory-2 	100	 12000000 ns/op	 0.9575 allocs/msg	 1200 ns/msg	 874610 B/op	 9575 allocs/op
+BenchmarkStream/zerodial-mux-2 	10	 110000000 ns/op	 2.831 allocs/msg	 11000 ns/msg	 1199548 B/op	 28308 allocs/op
+BenchmarkStream/grpc-tcp-2 	42	 27500000 ns/op	 10.24 allocs/msg	 2750 ns/msg	 3046518 B/op	 102384 allocs/op
+BenchmarkStream/grpc-bufconn-2 	57	 24000000 ns/op	 10.19 allocs/msg	 2400 ns/msg	 3004376 B/op	 101937 allocs/op
+BenchmarkStream/grpc-inproc-2 	61	 16000000 ns/op	 4.004 allocs/msg	 1600 ns/msg	 1362754 B/op	 40043 allocs/op
+BenchmarkStream/floor-iterpull-2 	1152	 1000000 ns/op	 0.0008 allocs/msg	 100.0 ns/msg	 256 B/op	 8 allocs/op
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Outcome{}
+	for _, o := range Evaluate(s) {
+		got[o.Target.String()] = o
+	}
+	for _, c := range []struct {
+		target  string
+		ok, met bool
+		value   float64
+	}{
+		{"zerodial-direct ≤ 0.5× grpc-inproc (stream ns/op)", true, true, 400000.0 / 16000000},
+		{"zerodial-direct ≤ 2× floor-iterpull (stream ns/op)", true, true, 0.4},
+		{"zerodial-copy ≤ 2× floor-iterpull (stream ns/op)", true, true, 1.1},
+		{"zerodial-mux ≤ 0.5× grpc-tcp (stream ns/op)", true, false, 4},
+		{"zerodial-memory ≤ 0.5× grpc-bufconn (stream ns/op)", true, true, 0.5},
+		{"zerodial-direct allocs/msg ≤ 0.01 (stream)", true, true, 0.0013},
+		{"zerodial-copy allocs/msg ≤ 0.01 (stream)", true, false, 0.02},
+		{"zerodial-mux allocs/msg ≤ 2 (stream)", true, false, 2.831},
+		{"zerodial-memory allocs/msg ≤ 2 (stream)", true, true, 0.9575},
+		{"zerodial-tcp allocs/msg ≤ 2 (stream)", false, false, 0},
+	} {
+		o, found := got[c.target]
+		if !found {
+			t.Errorf("no target %q", c.target)
+			continue
+		}
+		if o.OK != c.ok || o.Met != c.met || (c.ok && (o.Value < c.value-1e-9 || o.Value > c.value+1e-9)) {
+			t.Errorf("%s: OK %v Met %v Value %v; want %v %v %v", c.target, o.OK, o.Met, o.Value, c.ok, c.met, c.value)
+		}
+	}
+	if _, ok := got["zerodial-tcp ≤ 0.8× netrpc-tcp (16B ns/op)"]; !ok {
+		t.Error("the unary targets are gone")
+	}
+
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, s, Machine{Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## Streams: 10,000 16B messages server→client",
+		"| impl | ns/op | ns/msg | allocs/msg | B/op | ÷ grpc-inproc | ÷ grpc-bufconn | ÷ grpc-tcp | ÷ floor-iterpull |",
+		"| zerodial-direct | 400,000 | 40 | 0.0013 | 728 | 0.025× | 0.017× | 0.015× | 0.40× |",
+		"| zerodial-memory | 12,000,000 | 1,200 | 0.958 | 874,610 | 0.75× | 0.50× | 0.44× | 12× |",
+		"| zerodial-tcp | — | — | — | — | — | — | — | — |",
+		"| zerodial-mux ≤ 0.5× grpc-tcp (stream ns/op) | 4.00× | **missed** |",
+		"| zerodial-direct allocs/msg ≤ 0.01 (stream) | 0.0013 | met |",
+		"| zerodial-tcp allocs/msg ≤ 2 (stream) | no data | — |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+}

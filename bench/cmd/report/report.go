@@ -60,12 +60,33 @@ var instrumented = []struct{ plain, otel string }{
 	{"grpc-tcp", "grpc-tcp-otel"},
 }
 
+// streams lists the rows of BenchmarkStream in its order.
+var streams = []string{
+	"zerodial-direct",
+	"zerodial-copy",
+	"zerodial-memory",
+	"zerodial-tcp",
+	"zerodial-mux",
+	"grpc-tcp",
+	"grpc-bufconn",
+	"grpc-inproc",
+	"drpc-tcp",
+	"floor-chan",
+	"floor-iterpull",
+}
+
+// streamRefs are the rows the streams table divides every row's ns/op by:
+// the peers and the floor the stream targets name.
+var streamRefs = []string{"grpc-inproc", "grpc-bufconn", "grpc-tcp", "floor-iterpull"}
+
 func unaryName(impl, size string) string { return "Unary/" + impl + "/" + size }
 func parallelName(impl string) string    { return "Parallel/" + impl }
+func streamName(impl string) string      { return "Stream/" + impl }
 
-// Target is one goal: the median of Impl in Unit (at Size, or in
-// BenchmarkParallel when Size is "parallel"), divided by Ref's median when
-// Ref is set, compared with Limit by Op.
+// Target is one goal: the median of Impl in Unit (at Size, in
+// BenchmarkParallel when Size is "parallel", in BenchmarkStream when Size is
+// "stream"), divided by Ref's median when Ref is set, compared with Limit by
+// Op.
 type Target struct {
 	Impl, Ref, Size, Unit string
 	Op                    string // "<=" or ">="
@@ -86,11 +107,25 @@ var targets = []Target{
 	{"zerodial-mux", "grpc-tcp", "16B", "ns/op", "<=", 0.33},
 	{"zerodial-mux", "", "16B", "allocs/op", "<=", 8},
 	{"zerodial-mux", "netrpc-yamux", "parallel", "calls/s", ">=", 1.5},
+	{"zerodial-direct", "grpc-inproc", "stream", "ns/op", "<=", 0.5},
+	{"zerodial-copy", "grpc-inproc", "stream", "ns/op", "<=", 0.5},
+	{"zerodial-direct", "floor-iterpull", "stream", "ns/op", "<=", 2},
+	{"zerodial-copy", "floor-iterpull", "stream", "ns/op", "<=", 2},
+	{"zerodial-mux", "grpc-tcp", "stream", "ns/op", "<=", 0.5},
+	{"zerodial-memory", "grpc-bufconn", "stream", "ns/op", "<=", 0.5},
+	{"zerodial-direct", "", "stream", "allocs/msg", "<=", 0.01},
+	{"zerodial-copy", "", "stream", "allocs/msg", "<=", 0.01},
+	{"zerodial-memory", "", "stream", "allocs/msg", "<=", 2},
+	{"zerodial-tcp", "", "stream", "allocs/msg", "<=", 2},
+	{"zerodial-mux", "", "stream", "allocs/msg", "<=", 2},
 }
 
 func (t Target) bench(impl string) string {
-	if t.Size == "parallel" {
+	switch t.Size {
+	case "parallel":
 		return parallelName(impl)
+	case "stream":
+		return streamName(impl)
 	}
 	return unaryName(impl, t.Size)
 }
@@ -225,6 +260,24 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 	for _, im := range impls {
 		name := parallelName(im.name)
 		p("| %s | %s | %s | %s | %s |\n", im.name, cell(s, name, "calls/s"), cell(s, name, "ns/op"), cell(s, name, "B/op"), cell(s, name, "allocs/op"))
+	}
+
+	p("\n## Streams: 10,000 16B messages server→client\n\n")
+	p("One server-streaming call per op; ns/msg and allocs/msg are per message (allocs/msg counts, as allocs/op does, ")
+	p("what both ends allocate). The last columns divide ns/op by that of a peer or floor (below 1: faster).\n\n")
+	p("| impl | ns/op | ns/msg | allocs/msg | B/op |")
+	for _, r := range streamRefs {
+		p(" ÷ %s |", r)
+	}
+	p("\n| --- | ---: | ---: | ---: | ---: |%s\n", strings.Repeat(" ---: |", len(streamRefs)))
+	for _, im := range streams {
+		name := streamName(im)
+		p("| %s | %s | %s | %s | %s |", im,
+			cell(s, name, "ns/op"), cell(s, name, "ns/msg"), cell(s, name, "allocs/msg"), cell(s, name, "B/op"))
+		for _, r := range streamRefs {
+			p(" %s |", ratioCell(s, name, streamName(r), "ns/op"))
+		}
+		p("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
