@@ -9,11 +9,14 @@
 // that balancers stop sending calls before dispatch.Server.Shutdown turns
 // them away.
 //
-// gRPC's streaming Watch is not offered: dispatch has no streams yet.
+// Watch (and the client's health.Watch) streams a service's status as it
+// changes, as gRPC's Watch does, so that a balancer learns of a change at
+// once rather than at its next check.
 package health
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"sync"
 
@@ -32,10 +35,17 @@ const (
 	Serving Status = "SERVING"
 	// NotServing means calls should go elsewhere.
 	NotServing Status = "NOT_SERVING"
+	// ServiceUnknown is what Watch reports for a service with no status
+	// (Check fails instead), until it gets one.
+	ServiceUnknown Status = "SERVICE_UNKNOWN"
 )
 
 // Method is the method a health Server answers.
 const Method = "Health.Check"
+
+// WatchMethod is the streaming method that reports a service's status as
+// it changes.
+const WatchMethod = "Health.Watch"
 
 // CheckRequest asks for the status of Service; the empty name asks for the
 // whole server's.
@@ -54,11 +64,20 @@ type Server struct {
 	mu       sync.RWMutex
 	statuses map[string]Status
 	shutdown bool
+	// changed is closed, and replaced, whenever a status may have changed:
+	// it wakes every Watch.
+	changed chan struct{}
 }
 
 // NewServer returns a Server whose whole server ("") is Serving.
 func NewServer() *Server {
-	return &Server{statuses: map[string]Status{"": Serving}}
+	return &Server{statuses: map[string]Status{"": Serving}, changed: make(chan struct{})}
+}
+
+// notifyLocked wakes the watchers; h.mu is held for writing.
+func (h *Server) notifyLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
 }
 
 // SetServingStatus sets the status of service ("" for the whole server).
@@ -68,6 +87,7 @@ func (h *Server) SetServingStatus(service string, s Status) {
 	defer h.mu.Unlock()
 	if !h.shutdown {
 		h.statuses[service] = s
+		h.notifyLocked()
 	}
 }
 
@@ -81,6 +101,7 @@ func (h *Server) Shutdown() {
 	for s := range h.statuses {
 		h.statuses[s] = NotServing
 	}
+	h.notifyLocked()
 }
 
 // Resume undoes Shutdown: every status becomes Serving again.
@@ -91,6 +112,7 @@ func (h *Server) Resume() {
 	for s := range h.statuses {
 		h.statuses[s] = Serving
 	}
+	h.notifyLocked()
 }
 
 // status returns service's status, false if it is not known.
@@ -106,10 +128,23 @@ func errUnknown(service string) error {
 	return &dispatch.Error{Code: dispatch.CodeNotFound, Message: "health: unknown service " + service}
 }
 
-// Register makes srv answer Method with h's statuses. A service with no
-// status fails the check with dispatch.CodeNotFound.
+// watched returns service's status, ServiceUnknown if it has none, and
+// the channel closed at the next change.
+func (h *Server) watched(service string) (Status, <-chan struct{}) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	s, ok := h.statuses[service]
+	if !ok {
+		s = ServiceUnknown
+	}
+	return s, h.changed
+}
+
+// Register makes srv answer Method with h's statuses — a service with no
+// status fails the check with dispatch.CodeNotFound — and WatchMethod with
+// their changes.
 func (h *Server) Register(srv *dispatch.Server) error {
-	return dispatch.Handle(srv, Method, func(ctx context.Context, req *CheckRequest, resp *CheckResponse) error {
+	err := dispatch.Handle(srv, Method, func(ctx context.Context, req *CheckRequest, resp *CheckResponse) error {
 		s, ok := h.status(req.Service)
 		if !ok {
 			return errUnknown(req.Service)
@@ -117,6 +152,38 @@ func (h *Server) Register(srv *dispatch.Server) error {
 		resp.Status = s
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return dispatch.HandleStream(srv, WatchMethod, h.watch)
+}
+
+// watch streams the status of the service the caller names: the current
+// one at once, then each change, until the caller stops or the Server
+// stops serving.
+func (h *Server) watch(ctx context.Context, s *dispatch.ServerStream[CheckRequest, CheckResponse]) error {
+	var service string
+	for req, err := range s.Recv() { // the one request
+		if err != nil {
+			return err
+		}
+		service = req.Service
+	}
+	var last Status
+	for {
+		st, changed := h.watched(service)
+		if st != last {
+			if err := s.Send(&CheckResponse{Status: st}); err != nil {
+				return err
+			}
+			last = st
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // ServeHTTP answers an HTTP probe with the status of the service named by
@@ -137,6 +204,23 @@ func (h *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_, _ = w.Write([]byte(string(s) + "\n"))
+}
+
+// Watch asks the Server behind c for service's status ("" for the whole
+// server's) and yields it, then every change, until ctx ends (yielded as
+// the last error) or the caller stops ranging, which ends the watch.
+func Watch(ctx context.Context, c *dispatch.Client, service string) iter.Seq2[Status, error] {
+	return func(yield func(Status, error) bool) {
+		for resp, err := range dispatch.CallStream[CheckRequest, CheckResponse](ctx, c, WatchMethod, &CheckRequest{Service: service}) {
+			if err != nil {
+				yield("", err)
+				return
+			}
+			if !yield(resp.Status, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Check asks the Server behind c for service's status ("" for the whole

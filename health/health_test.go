@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,4 +107,58 @@ func TestServeHTTP(t *testing.T) {
 	h.Shutdown()
 	code, _ = probe("/healthz")
 	assert.Equal(t, http.StatusServiceUnavailable, code)
+}
+
+// Watch yields a service's status at once and then each change, on every
+// path, an unknown service as ServiceUnknown until it gets a status; the
+// caller's context ends it.
+func TestWatch(t *testing.T) {
+	h := health.NewServer()
+	for name, c := range checked(t, h) {
+		t.Run(name, func(t *testing.T) {
+			h.Resume()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			got := make(chan health.Status, 8)
+			ended := make(chan error, 1)
+			service := "Store-" + name
+			go func() {
+				for s, err := range health.Watch(ctx, c, service) {
+					if err != nil {
+						ended <- err
+						return
+					}
+					got <- s
+				}
+				ended <- nil
+			}()
+			next := func(what string) health.Status {
+				t.Helper()
+				select {
+				case s := <-got:
+					return s
+				case <-time.After(5 * time.Second):
+					t.Fatalf("no status %s", what)
+					return ""
+				}
+			}
+			assert.Equal(t, health.ServiceUnknown, next("at once"))
+			h.SetServingStatus(service, health.Serving)
+			assert.Equal(t, health.Serving, next("after it was set"))
+			h.SetServingStatus("Other", health.NotServing) // not this service: nothing yielded
+			h.SetServingStatus(service, health.NotServing)
+			assert.Equal(t, health.NotServing, next("after it changed"))
+			h.SetServingStatus(service, health.Serving)
+			assert.Equal(t, health.Serving, next("after it changed back"))
+			h.Shutdown()
+			assert.Equal(t, health.NotServing, next("after Shutdown"))
+			cancel()
+			select {
+			case err := <-ended:
+				assert.ErrorIs(t, err, context.Canceled)
+			case <-time.After(5 * time.Second):
+				t.Fatal("Watch did not end with its context")
+			}
+		})
+	}
 }
