@@ -25,15 +25,16 @@ type Option interface {
 }
 
 type serverOptions struct {
-	interceptors []Interceptor
-	logger       *slog.Logger
-	codecs       map[string]codec.Codec
-	maxConnCalls int
-	maxConnBytes int64
-	replyTimeout time.Duration
-	idleTimeout  time.Duration
-	streamWindow int
-	problems     options.Problems // invalid options, reported by Serve and Start
+	interceptors       []Interceptor
+	streamInterceptors []StreamInterceptor
+	logger             *slog.Logger
+	codecs             map[string]codec.Codec
+	maxConnCalls       int
+	maxConnBytes       int64
+	replyTimeout       time.Duration
+	idleTimeout        time.Duration
+	streamWindow       int
+	problems           options.Problems // invalid options, reported by Serve and Start
 }
 
 type serverOption func(*serverOptions)
@@ -237,12 +238,13 @@ func WithServerCodecs(cs ...codec.Codec) ServerOption {
 }
 
 type clientOptions struct {
-	interceptors []Interceptor
-	codec        codec.Codec
-	shortcut     ShortcutMode
-	logger       *slog.Logger
-	streamWindow int
-	problems     options.Problems
+	interceptors       []Interceptor
+	streamInterceptors []StreamInterceptor
+	codec              codec.Codec
+	shortcut           ShortcutMode
+	logger             *slog.Logger
+	streamWindow       int
+	problems           options.Problems
 }
 
 // WithCodec selects the codec of the client's requests (msgpack by default).

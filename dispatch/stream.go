@@ -216,11 +216,33 @@ type Stream[In, Out any] struct {
 // (a closed Client, an ended ctx, a failed Dial); what the server says —
 // no such method, a unary method, shutting down — Recv yields.
 func OpenStream[In, Out any](ctx context.Context, c *Client, name string) (*Stream[In, Out], error) {
-	end, err := c.openStream(ctx, name, reflect.TypeFor[In](), reflect.TypeFor[Out]())
+	end, err := c.openInterceptedStream(ctx, name, reflect.TypeFor[In](), reflect.TypeFor[Out]())
 	if err != nil {
 		return nil, err
 	}
 	return &Stream[In, Out]{end: end, name: name}, nil
+}
+
+// openInterceptedStream is openStream inside the Client's stream
+// interceptors.
+func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out reflect.Type) (callerEnd, error) {
+	ics := c.opts.streamInterceptors
+	if len(ics) == 0 {
+		return c.openStream(ctx, name, in, out)
+	}
+	if ctx == nil {
+		panic("dispatch: nil Context")
+	}
+	sctx, done, err := beginStream(ctx, ics, name)
+	if err != nil {
+		return nil, err
+	}
+	end, err := c.openStream(sctx, name, in, out)
+	if err != nil {
+		done(err)
+		return nil, err
+	}
+	return &endHooked{callerEnd: end, end: done}, nil
 }
 
 // Send sends m to the handler. It blocks while the handler's window is full
@@ -303,7 +325,7 @@ func CallStream[In, Out any](ctx context.Context, c *Client, name string, args *
 		if args == nil {
 			args = new(In)
 		}
-		if ctx != nil && ctx.Done() == nil {
+		if ctx != nil && ctx.Done() == nil && len(c.opts.streamInterceptors) == 0 {
 			var out Out
 			cdc := c.opts.codec
 			emit := func(it item) bool {
@@ -394,10 +416,29 @@ func (f failedEnd) codec() codec.Codec  { return codec.Msgpack }
 // invokeStream runs a stream's handler under the panic rule. Every path but
 // CallStream's fast one calls it.
 func (s *Server) invokeStream(ctx context.Context, m *method, end handlerEnd) (e *Error) {
+	returned := false
+	if ics := s.opts.streamInterceptors; len(ics) > 0 {
+		hctx, done, err := beginStream(ctx, ics, m.name)
+		if err != nil {
+			return toError(err)
+		}
+		ctx = hctx
+		// Deferred first, so that it runs last: after a panic has become e.
+		defer func() {
+			if !returned {
+				done(goexitError(m.name))
+				return
+			}
+			done(errOf(e))
+		}()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			e = s.panicked(m, r)
+			returned = true
 		}
 	}()
-	return toError(m.stream.run(ctx, end))
+	e = toError(m.stream.run(ctx, end))
+	returned = true
+	return e
 }

@@ -415,6 +415,9 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 		return false
 	}
 	srv := e.srv
+	if len(srv.opts.streamInterceptors) > 0 {
+		return false // they see the stream the ordinary way
+	}
 	m, direct, cdc, e2 := c.streamMethod(srv, name, in, out)
 	if e2 != nil || c.closedFlag.Load() {
 		return false // the ordinary way words every refusal
