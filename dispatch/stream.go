@@ -223,6 +223,21 @@ func OpenStream[In, Out any](ctx context.Context, c *Client, name string) (*Stre
 	return &Stream[In, Out]{end: end, name: name}, nil
 }
 
+// expectedStreamPath is the path a stream of name would take now.
+func (c *Client) expectedStreamPath(name string, in, out reflect.Type) Path {
+	if c.opts.shortcut == ShortcutOff {
+		return c.netPath
+	}
+	e := shortcuts.lookupCached(c.key, c.wire, &c.found)
+	if e == nil {
+		return c.netPath
+	}
+	if _, direct, _, err := c.streamMethod(e.srv, name, in, out); err == nil && direct {
+		return PathShortcutDirect
+	}
+	return PathShortcutCopy
+}
+
 // openInterceptedStream is openStream inside the Client's stream
 // interceptors.
 func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out reflect.Type) (callerEnd, error) {
@@ -233,6 +248,9 @@ func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out
 	if ctx == nil {
 		panic("dispatch: nil Context")
 	}
+	// The interceptors learn the method, the path the Client means to take
+	// and the address, as a call's do.
+	ctx = context.WithValue(ctx, callInfoKey{}, &CallInfo{Method: name, Path: c.expectedStreamPath(name, in, out), RemoteAddr: c.remote})
 	sctx, done, err := beginStream(ctx, ics, name)
 	if err != nil {
 		return nil, err

@@ -28,7 +28,13 @@ import (
 //     OpenStream (CallStream yields it).
 //
 // Interceptors run in the order given, the first outermost: the first is
-// told first that a stream begins and last that it ends.
+// told first that a stream begins and last that it ends. CallInfoFrom
+// works in them on both ends; on a Client, Path is the way the Client
+// means to take.
+//
+// A stream's context carries no CallInfo for the handler's own use beyond
+// what the Server's gives; the caller's context is the one the stream runs
+// with.
 type StreamInterceptor func(ctx context.Context, method string) (_ context.Context, end func(err error), _ error)
 
 // streamInterceptorsOption is WithStreamInterceptors': one option for both

@@ -159,3 +159,35 @@ func TestStreamInterceptors(t *testing.T) {
 		})
 	}
 }
+
+// A stream interceptor learns the method and path from CallInfoFrom on both
+// ends.
+func TestStreamInterceptorCallInfo(t *testing.T) {
+	for _, p := range pathNames {
+		t.Run(string(p), func(t *testing.T) {
+			seen := make(chan string, 2)
+			look := func(side string) dispatch.StreamInterceptor {
+				return func(ctx context.Context, method string) (context.Context, func(error), error) {
+					info, ok := dispatch.CallInfoFrom(ctx)
+					seen <- fmt.Sprintf("%s %v %s %s", side, ok, info.Method, info.Path)
+					return ctx, func(error) {}, nil
+				}
+			}
+			srv := dispatch.NewServer(dispatch.WithStreamInterceptors(look("server")))
+			require.NoError(t, dispatch.HandleStream(srv, "Nop.Stream", func(ctx context.Context, s *dispatch.ServerStream[int, int]) error {
+				for _, err := range s.Recv() {
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			}, dispatch.Borrows()))
+			c, _ := dialPath(t, p, srv, dispatch.WithStreamInterceptors(look("client")))
+			for _, err := range dispatch.CallStream[int, int](context.Background(), c, "Nop.Stream", new(0)) {
+				require.NoError(t, err)
+			}
+			got := []string{<-seen, <-seen}
+			assert.ElementsMatch(t, []string{"client true Nop.Stream " + string(p), "server true Nop.Stream " + string(p)}, got)
+		})
+	}
+}
