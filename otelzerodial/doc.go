@@ -8,7 +8,14 @@
 //	srv := dispatch.NewServer(dispatch.WithInterceptors(otelzerodial.ServerInterceptor()))
 //	c, err := dispatch.Dial(ctx, tr, addr, dispatch.WithInterceptors(otelzerodial.ClientInterceptor()))
 //
-// By default both use the global TracerProvider, MeterProvider and
+// Streams get the same from StreamServerInterceptor and
+// StreamClientInterceptor (dispatch.StreamInterceptor), one span and one
+// measurement per stream, from its opening to its end:
+//
+//	srv := dispatch.NewServer(dispatch.WithStreamInterceptors(otelzerodial.StreamServerInterceptor()))
+//	c, err := dispatch.Dial(ctx, tr, addr, dispatch.WithStreamInterceptors(otelzerodial.StreamClientInterceptor()))
+//
+// By default they all use the global TracerProvider, MeterProvider and
 // TextMapPropagator (go.opentelemetry.io/otel); WithTracerProvider,
 // WithMeterProvider and WithPropagators choose others. Put the interceptor
 // first in the chain, so that its span covers the others.
