@@ -43,15 +43,7 @@ var systemAttr = semconv.RPCSystemNameKey.String(systemName)
 func ServerInterceptor(opts ...Option) dispatch.Interceptor {
 	ins := newInstruments(opts, rpcconv.NewServerCallDuration)
 	return func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
-		info, _ := dispatch.CallInfoFrom(ctx)
-		ctx = ins.prop.Extract(ctx, MetadataCarrier(dispatch.MetadataFrom(ctx)))
-		name := ins.name(method)
-		var buf [5]attribute.KeyValue
-		attrs := append(buf[:0], systemAttr, name.attr, PathKey.String(string(info.Path)))
-		attrs = appendPeer(attrs, info.RemoteAddr)
-		start := time.Now()
-		ctx, span := ins.tracer.Start(ctx, name.span, serverKind, trace.WithAttributes(attrs...))
-		key := setKey{method: name.span, path: string(info.Path)}
+		ctx, span, start, key := ins.startServer(ctx, method)
 		returned := false
 		defer func() {
 			if !returned { // a panic, or runtime.Goexit: dispatch answers INTERNAL
@@ -68,6 +60,44 @@ func ServerInterceptor(opts ...Option) dispatch.Interceptor {
 	}
 }
 
+// startServer starts the Server span of a call or stream of method, the
+// child of the caller's span when the metadata in ctx carries one, and
+// returns the context carrying it, the span, when it began and its
+// measurement's key.
+func (ins *instruments) startServer(ctx context.Context, method string) (context.Context, trace.Span, time.Time, setKey) {
+	info, _ := dispatch.CallInfoFrom(ctx)
+	ctx = ins.prop.Extract(ctx, MetadataCarrier(dispatch.MetadataFrom(ctx)))
+	name := ins.name(method)
+	var buf [5]attribute.KeyValue
+	attrs := append(buf[:0], systemAttr, name.attr, PathKey.String(string(info.Path)))
+	attrs = appendPeer(attrs, info.RemoteAddr)
+	start := time.Now()
+	ctx, span := ins.tracer.Start(ctx, name.span, serverKind, trace.WithAttributes(attrs...))
+	return ctx, span, start, setKey{method: name.span, path: string(info.Path)}
+}
+
+// startClient starts the Client span of a call or stream of method, the
+// child of the span in ctx, and returns the context carrying it, with the
+// trace context and baggage added to its metadata, the span, when it began,
+// its measurement's key and the CallInfo it was made from.
+func (ins *instruments) startClient(ctx context.Context, method string) (context.Context, trace.Span, time.Time, setKey, dispatch.CallInfo) {
+	info, _ := dispatch.CallInfoFrom(ctx)
+	name := ins.name(method)
+	host, port := serverOf(info.RemoteAddr)
+	var buf [5]attribute.KeyValue
+	attrs := append(buf[:0], systemAttr, name.attr, PathKey.String(string(info.Path)))
+	if host != "" {
+		attrs = append(attrs, semconv.ServerAddress(host))
+		if port != 0 {
+			attrs = append(attrs, semconv.ServerPort(port))
+		}
+	}
+	start := time.Now()
+	ctx, span := ins.tracer.Start(ctx, name.span, clientKind, trace.WithAttributes(attrs...))
+	ctx = ins.inject(ctx)
+	return ctx, span, start, setKey{method: name.span, path: string(info.Path), server: host, port: port}, info
+}
+
 // ClientInterceptor returns a dispatch.Interceptor for a Client
 // (dispatch.Dial(ctx, tr, addr, dispatch.WithInterceptors(...))): each
 // call it makes gets a Client span, the child of the span in the call's
@@ -77,21 +107,7 @@ func ServerInterceptor(opts ...Option) dispatch.Interceptor {
 func ClientInterceptor(opts ...Option) dispatch.Interceptor {
 	ins := newInstruments(opts, rpcconv.NewClientCallDuration)
 	return func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
-		info, _ := dispatch.CallInfoFrom(ctx)
-		name := ins.name(method)
-		host, port := serverOf(info.RemoteAddr)
-		var buf [5]attribute.KeyValue
-		attrs := append(buf[:0], systemAttr, name.attr, PathKey.String(string(info.Path)))
-		if host != "" {
-			attrs = append(attrs, semconv.ServerAddress(host))
-			if port != 0 {
-				attrs = append(attrs, semconv.ServerPort(port))
-			}
-		}
-		start := time.Now()
-		ctx, span := ins.tracer.Start(ctx, name.span, clientKind, trace.WithAttributes(attrs...))
-		ctx = ins.inject(ctx)
-		key := setKey{method: name.span, path: string(info.Path), server: host, port: port}
+		ctx, span, start, key, info := ins.startClient(ctx, method)
 		end := func(o outcome) {
 			var more [3]attribute.KeyValue
 			extra := more[:0]

@@ -2,14 +2,10 @@ package otelzerodial
 
 import (
 	"context"
-	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/semconv/v1.43.0/rpcconv"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zerodial/transport/dispatch"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
 // StreamServerInterceptor returns a dispatch.StreamInterceptor for a
@@ -21,15 +17,7 @@ import (
 func StreamServerInterceptor(opts ...Option) dispatch.StreamInterceptor {
 	ins := newInstruments(opts, rpcconv.NewServerCallDuration)
 	return func(ctx context.Context, method string) (context.Context, func(error), error) {
-		info, _ := dispatch.CallInfoFrom(ctx)
-		ctx = ins.prop.Extract(ctx, MetadataCarrier(dispatch.MetadataFrom(ctx)))
-		name := ins.name(method)
-		var buf [5]attribute.KeyValue
-		attrs := append(buf[:0], systemAttr, name.attr, PathKey.String(string(info.Path)))
-		attrs = appendPeer(attrs, info.RemoteAddr)
-		start := time.Now()
-		ctx, span := ins.tracer.Start(ctx, name.span, serverKind, trace.WithAttributes(attrs...))
-		key := setKey{method: name.span, path: string(info.Path)}
+		ctx, span, start, key := ins.startServer(ctx, method)
 		return ctx, func(err error) { ins.finish(ctx, span, start, key, serverOutcome(err)) }, nil
 	}
 }
@@ -44,21 +32,7 @@ func StreamServerInterceptor(opts ...Option) dispatch.StreamInterceptor {
 func StreamClientInterceptor(opts ...Option) dispatch.StreamInterceptor {
 	ins := newInstruments(opts, rpcconv.NewClientCallDuration)
 	return func(ctx context.Context, method string) (context.Context, func(error), error) {
-		info, _ := dispatch.CallInfoFrom(ctx)
-		name := ins.name(method)
-		host, port := serverOf(info.RemoteAddr)
-		var buf [5]attribute.KeyValue
-		attrs := append(buf[:0], systemAttr, name.attr, PathKey.String(string(info.Path)))
-		if host != "" {
-			attrs = append(attrs, semconv.ServerAddress(host))
-			if port != 0 {
-				attrs = append(attrs, semconv.ServerPort(port))
-			}
-		}
-		start := time.Now()
-		ctx, span := ins.tracer.Start(ctx, name.span, clientKind, trace.WithAttributes(attrs...))
-		ctx = ins.inject(ctx)
-		key := setKey{method: name.span, path: string(info.Path), server: host, port: port}
+		ctx, span, start, key, _ := ins.startClient(ctx, method)
 		return ctx, func(err error) { ins.finish(ctx, span, start, key, clientOutcome(err)) }, nil
 	}
 }
