@@ -13,6 +13,26 @@ import (
 	"github.com/zerodial/transport/memory"
 )
 
+// fuzzServe starts srv on a memory listener and returns a raw socket to
+// it; both end with the test.
+func fuzzServe(t *testing.T, srv *dispatch.Server) transport.Socket {
+	t.Cleanup(func() { srv.Close() })
+	tr := memory.New()
+	l, err := tr.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(l); err != nil {
+		t.Fatal(err)
+	}
+	sock, err := tr.Dial(context.Background(), l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sock.Close() })
+	return sock
+}
+
 // FuzzServerRequest sends a Server one request made of fuzzed headers and
 // body, then a well-formed one: the Server must neither panic nor hang,
 // answering each request it accepts with its own Seq, or closing the
@@ -33,20 +53,7 @@ func FuzzServerRequest(f *testing.F) {
 		if err := dispatch.Handle(srv, "Gen.Add", func(ctx context.Context, a *Args, r *int) error { *r = a.A + a.B; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		defer srv.Close()
-		tr := memory.New()
-		l, err := tr.Listen("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Start(l); err != nil {
-			t.Fatal(err)
-		}
-		sock, err := tr.Dial(context.Background(), l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sock.Close()
+		sock := fuzzServe(t, srv)
 
 		h := map[string]string{"Service-Method": method, "Seq": seq}
 		if timeout != "" {
@@ -176,20 +183,7 @@ func FuzzServerStream(f *testing.F) {
 		if err := dispatch.Handle(srv, "Gen.Add", func(ctx context.Context, a *Args, r *int) error { *r = a.A + a.B; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		defer srv.Close()
-		tr := memory.New()
-		l, err := tr.Listen("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Start(l); err != nil {
-			t.Fatal(err)
-		}
-		sock, err := tr.Dial(context.Background(), l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sock.Close()
+		sock := fuzzServe(t, srv)
 		// The server may send on the stream while the test sends: read
 		// everything on a goroutine, so that no window or send blocks it.
 		answered := make(chan string, 1) // "" when the connection closed

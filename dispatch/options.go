@@ -3,6 +3,7 @@ package dispatch
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/zerodial/transport/codec"
@@ -135,17 +136,20 @@ func WithIdleTimeout(d time.Duration) ServerOption {
 type interceptorsOption []Interceptor
 
 func (o interceptorsOption) applyServer(s *serverOptions) {
-	s.interceptors = appendInterceptors(s.interceptors, o, &s.problems)
+	s.interceptors = appendInterceptors(s.interceptors, o, &s.problems, "WithInterceptors")
 }
 
 func (o interceptorsOption) applyClient(c *clientOptions) {
-	c.interceptors = appendInterceptors(c.interceptors, o, &c.problems)
+	c.interceptors = appendInterceptors(c.interceptors, o, &c.problems, "WithInterceptors")
 }
 
-func appendInterceptors(to, ics []Interceptor, p *options.Problems) []Interceptor {
+// appendInterceptors appends ics to a chain, refusing each nil one by its
+// index: WithInterceptors and WithStreamInterceptors, whose interceptors
+// are functions of two types.
+func appendInterceptors[F any](to, ics []F, p *options.Problems, option string) []F {
 	for i, ic := range ics {
-		if ic == nil {
-			p.Refuse("WithInterceptors", fmt.Sprintf("interceptor %d is nil", i))
+		if v := reflect.ValueOf(ic); v.Kind() == reflect.Func && v.IsNil() {
+			p.Refuse(option, fmt.Sprintf("interceptor %d is nil", i))
 			continue
 		}
 		to = append(to, ic)

@@ -142,14 +142,15 @@ func (Mixed) ValueReply(args Args, reply int) error         { return nil }
 // Invalid options are reported all at once: a Server's by Start and Serve,
 // a Client's by Dial and NewClient.
 func TestInvalidOptionsAreReportedTogether(t *testing.T) {
-	srv := dispatch.NewServer(dispatch.WithMaxCallsPerConn(0), dispatch.WithServerCodecs(nil), dispatch.WithInterceptors(nil))
+	srv := dispatch.NewServer(dispatch.WithMaxCallsPerConn(0), dispatch.WithServerCodecs(nil), dispatch.WithInterceptors(nil), dispatch.WithStreamInterceptors(nil))
 	defer srv.Close()
 	l, err := memory.New().Listen("")
 	require.NoError(t, err)
 	defer l.Close()
 	err = srv.Start(l)
 	require.Error(t, err)
-	for _, want := range []string{"WithMaxCallsPerConn(0): must be at least 1", "WithServerCodecs: codec 0 is nil", "WithInterceptors: interceptor 0 is nil"} {
+	for _, want := range []string{"WithMaxCallsPerConn(0): must be at least 1", "WithServerCodecs: codec 0 is nil", "WithInterceptors: interceptor 0 is nil",
+		"WithStreamInterceptors: interceptor 0 is nil"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	assert.ErrorContains(t, srv.Serve(l), "WithMaxCallsPerConn(0)")

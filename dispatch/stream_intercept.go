@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-
-	"github.com/zerodial/transport/internal/options"
 )
 
 // StreamInterceptor wraps the life of a stream, on either end
@@ -42,22 +40,11 @@ type StreamInterceptor func(ctx context.Context, method string) (_ context.Conte
 type streamInterceptorsOption []StreamInterceptor
 
 func (o streamInterceptorsOption) applyServer(s *serverOptions) {
-	s.streamInterceptors = appendStreamInterceptors(s.streamInterceptors, o, &s.problems)
+	s.streamInterceptors = appendInterceptors(s.streamInterceptors, o, &s.problems, "WithStreamInterceptors")
 }
 
 func (o streamInterceptorsOption) applyClient(c *clientOptions) {
-	c.streamInterceptors = appendStreamInterceptors(c.streamInterceptors, o, &c.problems)
-}
-
-func appendStreamInterceptors(to, ics []StreamInterceptor, p *options.Problems) []StreamInterceptor {
-	for i, ic := range ics {
-		if ic == nil {
-			p.Refuse("WithStreamInterceptors", fmt.Sprintf("interceptor %d is nil", i))
-			continue
-		}
-		to = append(to, ic)
-	}
-	return to
+	c.streamInterceptors = appendInterceptors(c.streamInterceptors, o, &c.problems, "WithStreamInterceptors")
 }
 
 // WithStreamInterceptors appends stream interceptors to a chain: on a
