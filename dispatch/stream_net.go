@@ -232,7 +232,6 @@ type clientStream struct {
 	out     *credit // the handler's window, for what the caller sends
 	closed  chan struct{}
 	once    sync.Once
-	stopCtx func() bool // ends the watch on ctx
 
 	// sendMsg and buf are Send's and CloseSend's (one at a time); win is
 	// the consumer's, for its window frames.
@@ -249,6 +248,11 @@ type clientStream struct {
 	cancelled bool  // a Cancel went out: the Seq is never reused
 	writers   int   // frames of the stream being written
 	released  bool  // the Seq has left the connection's map
+	// stopCtx ends the watch on ctx. The stream is in the connection's
+	// map (so the read loop may end it) before the watch begins: unwatched
+	// says it ended first, and the watch is stopped as soon as it begins.
+	stopCtx   func() bool
+	unwatched bool
 }
 
 // openStream opens a stream of name on the connection: it takes a Seq from
@@ -293,7 +297,16 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int) (
 		return nil, err
 	}
 	if ctx.Done() != nil {
-		s.stopCtx = context.AfterFunc(ctx, s.ctxEnded)
+		stop := context.AfterFunc(ctx, s.ctxEnded)
+		s.mu.Lock()
+		over := s.unwatched
+		if !over {
+			s.stopCtx = stop
+		}
+		s.mu.Unlock()
+		if over {
+			stop()
+		}
 	}
 	return s, nil
 }
@@ -496,8 +509,18 @@ func (s *clientStream) close() {
 	}
 	s.in.close()
 	s.out.abort(ErrStreamDone)
-	if s.stopCtx != nil {
-		s.stopCtx()
+	s.unwatch()
+}
+
+// unwatch stops the watch on the caller's context, now or, if it has not
+// begun yet, as soon as it begins.
+func (s *clientStream) unwatch() {
+	s.mu.Lock()
+	stop := s.stopCtx
+	s.stopCtx, s.unwatched = nil, true
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
 	}
 }
 
@@ -520,9 +543,7 @@ func (s *clientStream) end(err error, md Metadata) {
 		err = ErrStreamDone
 	}
 	s.out.abort(err)
-	if s.stopCtx != nil {
-		s.stopCtx()
-	}
+	s.unwatch()
 	if free {
 		s.release()
 	}
@@ -557,9 +578,7 @@ func (s *clientStream) failed(err error) {
 	s.mu.Unlock()
 	s.in.finish(err)
 	s.out.abort(err)
-	if s.stopCtx != nil {
-		s.stopCtx()
-	}
+	s.unwatch()
 }
 
 // streamFrame hands a frame of the server's to stream s; from the read
