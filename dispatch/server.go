@@ -45,6 +45,7 @@ type Server struct {
 	listeners map[transport.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	serving   sync.WaitGroup // Serve loops and connections
+	onStop    []func()       // RegisterOnShutdown's
 
 	tasks    chan task // to idle workers
 	workers  sync.WaitGroup
@@ -417,10 +418,29 @@ func (s *Server) stop() {
 func (s *Server) watch(c *shortcutCtx)   { s.watching.add(c) }
 func (s *Server) unwatch(c *shortcutCtx) { s.watching.remove(c) }
 
+// RegisterOnShutdown registers f to be called, on a goroutine of its own,
+// when Shutdown or Close begins, as net/http's Server does: a registration
+// with a service registry (an etcd lease, say) can be withdrawn there, so
+// that callers stop choosing this Server while it drains. Registered after
+// the Server has begun to stop, f is called at once.
+func (s *Server) RegisterOnShutdown(f func()) {
+	s.mu.Lock()
+	stopped := s.closed
+	if !stopped {
+		s.onStop = append(s.onStop, f)
+	}
+	s.mu.Unlock()
+	if stopped {
+		go f()
+	}
+}
+
 func (s *Server) stopAccepting() {
 	s.mu.Lock()
+	var hooks []func()
 	if !s.closed {
 		close(s.closing)
+		hooks, s.onStop = s.onStop, nil
 	}
 	s.closed = true
 	ls := make([]transport.Listener, 0, len(s.listeners))
@@ -428,6 +448,9 @@ func (s *Server) stopAccepting() {
 		ls = append(ls, l)
 	}
 	s.mu.Unlock()
+	for _, f := range hooks {
+		go f()
+	}
 	s.gate.close()
 	for _, l := range ls {
 		l.Close()
