@@ -1,12 +1,13 @@
 module github.com/zerodial/transport
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/hashicorp/yamux v0.1.2
 	github.com/stretchr/testify v1.12.1
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.uber.org/goleak v1.3.0
+	golang.org/x/net v0.62.0
 )
 
 require (

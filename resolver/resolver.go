@@ -84,13 +84,19 @@ func (s Schemes) Resolve(target string, report func([]string, error)) (Watch, er
 	if r == nil {
 		return nil, fmt.Errorf("resolver: target %q: no resolver for scheme %q", target, scheme)
 	}
+	if rest == "" {
+		// "dns://name:7000" reads as the authority "name:7000" and no
+		// name at all: say so, rather than what the resolver makes of "".
+		return nil, fmt.Errorf("resolver: target %q names nothing after its scheme (want %s:///name)", target, scheme)
+	}
 	return r.Resolve(rest, report)
 }
 
 // SplitTarget splits "scheme:///rest", "scheme://authority/rest" or
 // "scheme:rest" into its scheme and rest. ok is false when target has no
 // scheme (a plain "host:port" has none: what precedes its colon is not
-// followed by "//" and contains a dot, or the rest is a port).
+// followed by "//" and contains a dot, or the rest is a port). The scheme
+// is returned in lower case: schemes are not case-sensitive (RFC 3986).
 func SplitTarget(target string) (scheme, rest string, ok bool) {
 	scheme, rest, ok = strings.Cut(target, ":")
 	if !ok || scheme == "" || !isScheme(scheme) {
@@ -98,12 +104,12 @@ func SplitTarget(target string) (scheme, rest string, ok bool) {
 	}
 	if after, found := strings.CutPrefix(rest, "//"); found {
 		_, rest, _ = strings.Cut(after, "/") // drop the authority
-		return scheme, rest, true
+		return strings.ToLower(scheme), rest, true
 	}
 	if rest == "" || isPort(rest) {
 		return "", "", false // "host:port"
 	}
-	return scheme, rest, true
+	return strings.ToLower(scheme), rest, true
 }
 
 func isScheme(s string) bool {
@@ -131,33 +137,43 @@ func isPort(s string) bool {
 }
 
 // Func is a Resolver that reports what a function returns: once when
-// Resolve is called, and again on a goroutine of its own at each Refresh.
-// It suits a test, or a list read from a file.
+// Resolve is called, before it returns, and again on a goroutine of its own
+// after each Refresh (Refreshes made while f runs are answered by one more
+// call, not one each). It suits a test, or a list read from a file.
 type Func func(target string) ([]string, error)
 
 // Resolve calls f and reports its answer.
 func (f Func) Resolve(target string, report func([]string, error)) (Watch, error) {
 	w := &funcWatch{f: f, target: target, report: report}
-	w.run()
+	w.call()
 	return w, nil
 }
 
 type funcWatch struct {
-	f       Func
-	target  string
-	report  func([]string, error)
-	mu      sync.Mutex // held while f and report run: one at a time
+	f      Func
+	target string
+	report func([]string, error)
+
+	// mu guards the fields below, and is never held while f or report
+	// runs: Refresh must not block, even when called from report.
+	mu      sync.Mutex
 	closed  bool
+	busy    bool // the goroutine calling f is running
+	pending bool // a Refresh not yet answered by a call of f
 	running sync.WaitGroup
 }
 
-func (w *funcWatch) run() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
+// call calls f and reports its answer. One call at a time: the first, in
+// Resolve, before any Refresh can be; the others on the one goroutine that
+// Refresh starts while none is running.
+func (w *funcWatch) call() {
 	addrs, err := w.f(w.target)
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return // Close was called while f ran: the answer is no longer wanted
+	}
 	if err == nil && len(addrs) == 0 {
 		err = ErrNoAddresses
 	}
@@ -166,17 +182,35 @@ func (w *funcWatch) run() {
 
 func (w *funcWatch) Refresh() {
 	w.mu.Lock()
-	closed := w.closed
-	if !closed {
-		w.running.Add(1)
+	defer w.mu.Unlock()
+	if w.closed {
+		return
 	}
-	w.mu.Unlock()
-	if !closed {
-		go func() {
-			defer w.running.Done()
-			w.run()
-		}()
+	w.pending = true
+	if w.busy {
+		return // the goroutine will see pending when f returns
 	}
+	w.busy = true
+	w.running.Add(1)
+	go func() {
+		defer w.running.Done()
+		for w.next() {
+			w.call()
+		}
+	}()
+}
+
+// next reports whether the goroutine should call f (again): a Refresh is
+// pending and the Watch is not closed. When not, the goroutine ends.
+func (w *funcWatch) next() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || !w.pending {
+		w.busy = false
+		return false
+	}
+	w.pending = false
+	return true
 }
 
 func (w *funcWatch) Close() error {
