@@ -40,6 +40,9 @@ type Client struct {
 	// its listener, and so its shortcut entry, is gone.
 	reached  atomic.Pointer[Server]
 	watching watchers // shortcut handler contexts to end on Close
+	// set is the replicas of a Client made with WithResolver, each a
+	// Client of one address; nil for a Client of one address.
+	set *replicaSet
 	// methods remembers the methods the shortcut found, by the length of
 	// their names, to skip the router's map on a repeated call. Methods are
 	// never unregistered, so an entry stays right while its Server does.
@@ -84,12 +87,10 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), wire: wireOf(tr), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
-		netPath: Path(tr.String()), remote: dialAddr{tr.String(), addr}}
-	c.life, c.endLife = context.WithCancel(context.Background())
-	if fl, ok := tr.(transport.FrameLimiter); ok {
-		c.limit = fl.MaxFrameSize()
+	if o.replicas.resolver != nil {
+		return dialReplicas(ctx, tr, addr, o)
 	}
+	c := newAddrClient(tr, addr, o)
 	if o.shortcut != ShortcutOff && shortcuts.lookup(c.key, c.wire) != nil {
 		return c, nil
 	}
@@ -98,6 +99,17 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 		return nil, err
 	}
 	return c, nil
+}
+
+// newAddrClient returns a Client of addr over tr that has not dialled yet.
+func newAddrClient(tr transport.Transport, addr string, o clientOptions) *Client {
+	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), wire: wireOf(tr), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
+		netPath: Path(tr.String()), remote: dialAddr{tr.String(), addr}}
+	c.life, c.endLife = context.WithCancel(context.Background())
+	if fl, ok := tr.(transport.FrameLimiter); ok {
+		c.limit = fl.MaxFrameSize()
+	}
+	return c
 }
 
 // NewClient returns a Client that calls over sock, a Socket made some other
@@ -111,6 +123,9 @@ func NewClient(sock transport.Socket, opts ...ClientOption) (*Client, error) {
 	o, err := newClientOptions(opts)
 	if err != nil {
 		return nil, err
+	}
+	if o.replicas.resolver != nil {
+		return nil, errors.New("dispatch: NewClient with WithResolver: a Socket has one peer; use Dial")
 	}
 	o.shortcut = ShortcutOff
 	c := &Client{addr: sock.RemoteAddr().String(), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
@@ -213,6 +228,9 @@ func (c *Client) Close() error {
 	c.closedFlag.Store(true)
 	conn := c.conn
 	c.mu.Unlock()
+	if c.set != nil {
+		c.set.close()
+	}
 	c.endLife()
 	c.watching.cancelAll()
 	if conn != nil {
@@ -272,6 +290,9 @@ func (c *Client) expectedPath(name string) Path {
 func (c *Client) call(ctx context.Context, serviceMethod string, args, reply any, info *CallInfo) error {
 	if err := checkReply(reply); err != nil {
 		return err
+	}
+	if c.set != nil {
+		return c.set.call(ctx, serviceMethod, args, reply, info)
 	}
 	if c.opts.shortcut != ShortcutOff {
 		if e := shortcuts.lookupCached(c.key, c.wire, &c.found); e != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zerodial/transport"
@@ -42,6 +43,29 @@ type clientConn struct {
 	streams map[uint64]*clientStream
 	err     error // why the connection ended; nil while it works
 	done    chan struct{}
+
+	// drained is set when the server said it is shutting down (WIRE.md,
+	// Drain): new calls are refused here as the server would refuse them,
+	// and never sent, so that the server can close the connection without
+	// losing one.
+	drained atomic.Bool
+}
+
+// drain records the server's Drain notice and acknowledges it. The flag is
+// set before the acknowledgement takes the send lock, and a new call
+// checks it under that lock: every call sent precedes the
+// acknowledgement, and none follows it.
+func (cc *clientConn) drain() {
+	if cc.drained.Swap(true) {
+		return
+	}
+	go func() {
+		if cc.lockSend(context.Background()) != nil {
+			return
+		}
+		defer cc.unlockSend()
+		_ = cc.sock.Send(&transport.Message{Header: map[string]string{rpcwire.Drain: "ack"}})
+	}()
 }
 
 // pending is a call waiting for its reply. Pooled: a call costs no channel.
@@ -141,6 +165,9 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 
 	if err := cc.send(ctx, seq, name, args); err != nil {
 		if cc.remove(seq, true) {
+			if err == errShuttingDown && p.capture != nil {
+				p.capture.deliver(nil) // as the server's refusal would
+			}
 			release(p)
 			return err
 		}
@@ -212,6 +239,9 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 		return err
 	}
 	defer cc.unlockSend()
+	if cc.drained.Load() {
+		return errShuttingDown
+	}
 	body, err := encodeArgs(cc.codec, cc.buf[:0], name, args)
 	if err != nil {
 		return err
@@ -346,6 +376,11 @@ func (cc *clientConn) readLoop() {
 			cc.fail(connFailed(err))
 			cc.sock.Close() // the peer is gone; free what the socket holds
 			return
+		}
+		if _, ok := m.Header[rpcwire.Drain]; ok {
+			cc.drain()
+			shed(&m)
+			continue
 		}
 		seq, err := rpcwire.ParseSeq(m.Header)
 		if err != nil {

@@ -32,5 +32,13 @@
 //     caller to handler; no other context value does.
 //
 // Streams (HandleStream, OpenStream, CallStream) follow the same rules on
-// the same paths, with flow control per direction (WithStreamWindow).
+// the same paths, with flow control per direction (WithStreamWindow). A
+// message over the frame limit fails its Send with an error matching
+// transport.ErrFrameTooLarge, and the stream goes on; reply metadata that
+// makes the end of a stream too large is dropped, and the stream ends with
+// CodeInternal, as a unary reply does; on ShortcutDirect, what passes by
+// pointer is not measured, as a direct call's arguments and reply are not.
+// What a Server's handler has not yet consumed counts in its connection's
+// byte budget (WithMaxBytesPerConn): a stream whose messages take the
+// connection past it ends with CodeResourceExhausted.
 package dispatch

@@ -74,9 +74,11 @@ const DefaultMaxBytesPerConn = 64 << 20
 // WithMaxBytesPerConn bounds the bytes one network connection may make the
 // server hold: the request bodies of its calls in flight (their decoded
 // arguments are of the same order) and the replies waiting to be written
-// to it. A call that would pass the bound is answered at once with
-// CodeResourceExhausted, unless it is the connection's only call, which is
-// always admitted (the frame limit bounds it). Without it, WithMaxCallsPerConn
+// to it, and what a stream's handler has not yet consumed. A call that
+// would pass the bound is answered at once with CodeResourceExhausted, and
+// a stream whose messages pass it ends with that code, unless it is the
+// connection's only call, which is always admitted (the frame limit bounds
+// it). Without it, WithMaxCallsPerConn
 // alone lets a peer that stops reading make the server hold thousands of
 // calls of up to the frame limit each. n must be at least 1.
 func WithMaxBytesPerConn(n int64) ServerOption {
@@ -248,6 +250,7 @@ type clientOptions struct {
 	shortcut           ShortcutMode
 	logger             *slog.Logger
 	streamWindow       int
+	replicas           replicaOptions
 	problems           options.Problems
 }
 
@@ -343,7 +346,7 @@ func newServerOptions(opts []ServerOption) serverOptions {
 // The error joins every invalid option.
 func newClientOptions(opts []ClientOption) (clientOptions, error) {
 	o := clientOptions{codec: codec.Msgpack, logger: slog.New(slog.DiscardHandler), streamWindow: DefaultStreamWindow,
-		problems: options.NewProblems("dispatch")}
+		replicas: defaultReplicaOptions(), problems: options.NewProblems("dispatch")}
 	for _, opt := range opts {
 		if opt != nil {
 			opt.applyClient(&o)

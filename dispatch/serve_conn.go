@@ -49,7 +49,21 @@ type serverConn struct {
 	// bigBody says the reader's message holds a body buffer past keptBody;
 	// shedding asks the reader to drop it (quiet).
 	bigBody, shedding atomic.Bool
+
+	// drained is closed when the peer acknowledges the Drain notice: it
+	// will send no new call, so closing the connection loses none.
+	drained     chan struct{}
+	drainedOnce sync.Once
 }
+
+// notifyDrain tells the peer that the Server is shutting down (WIRE.md,
+// Drain); false if the notice could not be sent.
+func (c *serverConn) notifyDrain() bool {
+	return c.sendBounded(&transport.Message{Header: map[string]string{rpcwire.Drain: ""}}) == nil
+}
+
+// ackDrained records the peer's acknowledgement of the Drain notice.
+func (c *serverConn) ackDrained() { c.drainedOnce.Do(func() { close(c.drained) }) }
 
 // connInfo returns what the connection's calls share of their CallInfo,
 // found on first use.
@@ -109,6 +123,11 @@ func (c *serverConn) run() {
 		}
 		if c.idle != nil {
 			c.idle.touch()
+		}
+		if _, ok := m.Header[rpcwire.Drain]; ok {
+			c.ackDrained()
+			shed(m)
+			continue
 		}
 		seqText := m.Header[rpcwire.Seq]
 		seq, err := rpcwire.ParseSeq(m.Header)
@@ -226,8 +245,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, ope
 	} else if size := int64(len(m.Body)); c.inflight > 0 && c.bytes.Load()+size > c.srv.opts.maxConnBytes {
 		// One call is always admitted, however large: the frame limit
 		// bounds it.
-		refuse = &Error{Code: CodeResourceExhausted, Message: "dispatch: too many bytes in flight on this connection (limit " +
-			strconv.FormatInt(c.srv.opts.maxConnBytes, 10) + ")"}
+		refuse = bytesExhausted(c.srv.opts.maxConnBytes)
 	}
 	if refuse != nil {
 		c.mu.Unlock()
@@ -248,7 +266,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, ope
 // refuse answers a call, or the opening of a stream, with e at once.
 func (c *serverConn) refuse(open bool, seqText, name string, e *Error) {
 	if open {
-		c.endStream(seqText, nil, e)
+		c.endStream(seqText, name, nil, e)
 		return
 	}
 	c.reply(seqText, name, nil, nil, nil, e)

@@ -344,7 +344,7 @@ func (s *Server) serveSocket(sock transport.Socket, wire transport.Wire) bool {
 
 // track registers a connection; s.mu is held.
 func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
-	c := &serverConn{srv: s, sock: sock, wire: wire, calls: make(map[uint64]*serverCall), done: make(chan struct{})}
+	c := &serverConn{srv: s, sock: sock, wire: wire, calls: make(map[uint64]*serverCall), done: make(chan struct{}), drained: make(chan struct{})}
 	if d := s.opts.replyTimeout; d > 0 {
 		c.watchdog = newReplyWatchdog(d, c.stalled)
 	}
@@ -368,11 +368,19 @@ func (s *Server) untrack(c *serverConn) {
 // from shortcut Clients that reached the Server alike — waits for the calls
 // in flight to finish or for ctx to end, and then closes every connection
 // (a later call then meets a closed listener, on every path). It returns
-// ctx.Err() if ctx ended first.
+// ctx.Err() if ctx ended first. Each connection's peer is told at once
+// that the Server is draining (WIRE.md, Drain), and the connection is
+// closed only once the peer has promised to send no new call (or after
+// DrainAckTimeout), so that no call is lost in a closing connection: each
+// is answered or refused, which a Client of replicas retries elsewhere.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.CompareAndSwap(serving, draining)
 	s.stopAccepting()
+	acks := s.notifyDrain()
 	err := s.gate.wait(ctx)
+	if err == nil {
+		err = waitDrained(ctx, acks)
+	}
 	if err != nil {
 		s.stop()
 	}
@@ -386,6 +394,57 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.quitOnce.Do(func() { close(s.quit) })
 	}
 	return err
+}
+
+// DrainAckTimeout bounds how long Shutdown waits, once the calls in flight
+// are done, for each connection's peer to acknowledge the Drain notice
+// (WIRE.md) — the promise that it sends no new call, after which closing
+// the connection cannot lose one. A peer that does not know the notice
+// costs Shutdown this long at most.
+const DrainAckTimeout = time.Second
+
+// notifyDrain sends the Drain notice on every connection, each on a
+// goroutine of its own (a Send may wait for a slow peer), and returns what
+// to wait for: a channel per connection, closed when its peer has
+// acknowledged or the connection has ended or the notice could not go.
+func (s *Server) notifyDrain() []chan struct{} {
+	s.mu.Lock()
+	cs := make([]*serverConn, 0, len(s.conns))
+	for c := range s.conns {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	acks := make([]chan struct{}, 0, len(cs))
+	for _, c := range cs {
+		ack := make(chan struct{})
+		acks = append(acks, ack)
+		go func() {
+			defer close(ack)
+			if !c.notifyDrain() {
+				return
+			}
+			t := time.NewTimer(DrainAckTimeout)
+			defer t.Stop()
+			select {
+			case <-c.drained:
+			case <-c.done:
+			case <-t.C:
+			}
+		}()
+	}
+	return acks
+}
+
+// waitDrained waits for every ack, or for ctx to end.
+func waitDrained(ctx context.Context, acks []chan struct{}) error {
+	for _, ack := range acks {
+		select {
+		case <-ack:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // stopWorkers ends the idle workers and waits for them; a worker still

@@ -74,6 +74,9 @@ type streamMethod struct {
 // caller as is, and Send returns only once the caller has finished with it
 // (has asked for the next, or stopped) — a rendezvous — so fn may reuse it
 // after Send returns, and must put nothing in it that it changes later.
+// Nothing of this is encoded, so the frame limit applies neither to such a
+// message nor to the reply metadata of the stream's end, as it does not to
+// a direct call's reply.
 // The rendezvous holds even when the stream's context has ended: a Send
 // whose message the caller has taken waits for the caller to let go of it,
 // which it does when its loop body returns. The caller's messages still go
@@ -81,7 +84,8 @@ type streamMethod struct {
 // deadlock any caller or handler that Sends from inside its Recv loop.
 // CallStream's arguments, when its handler runs on the caller's goroutine
 // (see CallStream), are the caller's own value, which fn reads only until
-// it returns and keeps no reference to. Unary interceptors
+// it returns and keeps no reference to, and which no frame limit applies
+// to either. Unary interceptors
 // (WithInterceptors) do not wrap streams.
 func HandleStream[In, Out any](srv *Server, name string, fn func(ctx context.Context, s *ServerStream[In, Out]) error, opts ...RegisterOption) error {
 	if fn == nil {
@@ -386,6 +390,9 @@ func CallStream[In, Out any](ctx context.Context, c *Client, name string, args *
 func (c *Client) openStream(ctx context.Context, name string, in, out reflect.Type) (callerEnd, error) {
 	if ctx == nil {
 		panic("dispatch: nil Context")
+	}
+	if c.set != nil {
+		return c.set.openStream(ctx, name, in, out)
 	}
 	if c.opts.shortcut != ShortcutOff {
 		if e := shortcuts.lookupCached(c.key, c.wire, &c.found); e != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -47,6 +48,9 @@ type serverStream struct {
 	msg  transport.Message
 	buf  []byte
 	win  transport.Message // the consumer's window frames
+	// overBudget is set when what waits in the inbox took the connection
+	// past its byte budget: the end of the stream says so.
+	overBudget atomic.Pointer[Error]
 }
 
 func newServerStream(call *serverCall, callerWindow int) *serverStream {
@@ -56,9 +60,47 @@ func newServerStream(call *serverCall, callerWindow int) *serverStream {
 	c := call.conn
 	st.in = newInbox(c.srv.opts.streamWindow, st.grant)
 	// What waits in the inbox is held by the server for the peer, as a
-	// request's body is: it counts in the connection's byte budget.
-	st.in.queued = func(d int) { c.bytes.Add(int64(d)) }
+	// request's body is: it counts in the connection's byte budget
+	// (WithMaxBytesPerConn), and a message that takes the connection past
+	// it ends the stream (exhausted). A stream reserves nothing of the
+	// budget when it opens — an idle stream holds nothing, and reserving
+	// its window would bound a connection's streams to budget/window
+	// however little they hold — so it is what streams buffer that the
+	// budget bounds: many streams each holding a full window cannot take
+	// the server past it by more than the one message that crossed it.
+	st.in.queued = func(d int) {
+		if c.bytes.Add(int64(d)) > c.srv.opts.maxConnBytes && d > 0 {
+			st.exhausted()
+		}
+	}
 	return st
+}
+
+// bytesExhausted is the error of a call or stream refused, or a stream
+// ended, because the connection holds more bytes than its budget allows.
+func bytesExhausted(limit int64) *Error {
+	return &Error{Code: CodeResourceExhausted, Message: "dispatch: too many bytes in flight on this connection (limit " +
+		strconv.FormatInt(limit, 10) + ")"}
+}
+
+// exhausted ends the stream because a message waiting in its inbox has
+// taken the connection past its byte budget: what the inbox holds is
+// dropped, the handler's context ends, and the end of the stream carries
+// CodeResourceExhausted, as a call refused for the budget does. The peer
+// keeps to its window, so the stream cannot be refused the message
+// instead. A stream alone on its connection is spared, as a lone call is
+// always admitted: its window and the frame limit bound it. From the
+// connection's reader.
+func (st *serverStream) exhausted() {
+	c := st.call.conn
+	c.mu.Lock()
+	alone := c.inflight <= 1
+	c.mu.Unlock()
+	if alone || !st.overBudget.CompareAndSwap(nil, bytesExhausted(c.srv.opts.maxConnBytes)) {
+		return
+	}
+	st.call.cancel(context.Canceled)
+	st.in.close()
 }
 
 func (st *serverStream) check() error { return st.call.Err() }
@@ -136,6 +178,9 @@ func (call *serverCall) runStream() {
 		if !returned {
 			e = goexitError(call.name)
 		}
+		if over := st.overBudget.Load(); over != nil {
+			e = over // the handler's error is the consequence
+		}
 		// The Seq is free again before the end goes out, as a call's is
 		// before its reply: frames for it that arrive later are dropped.
 		c.mu.Lock()
@@ -144,7 +189,7 @@ func (call *serverCall) runStream() {
 		call.cancel(context.Canceled)
 		st.in.done()
 		st.in.close()
-		c.endStream(call.seqText, call.sealReply(), e)
+		c.endStream(call.seqText, call.name, call.sealReply(), e)
 		c.mu.Lock()
 		c.inflight--
 		if c.idle != nil {
@@ -162,10 +207,9 @@ func (call *serverCall) runStream() {
 	returned = true
 }
 
-// endStream sends the end of a stream: the handler's error e, if any, and
-// the reply metadata md. An end whose metadata is over the frame limit goes
-// without it, as CodeInternal, as a unary reply would.
-func (c *serverConn) endStream(seqText string, md Metadata, e *Error) {
+// endHeader returns the header of the end of a stream: the handler's error
+// e, if any, and the reply metadata md.
+func endHeader(seqText string, md Metadata, e *Error) map[string]string {
 	h := map[string]string{rpcwire.Seq: seqText, rpcwire.Stream: rpcwire.StreamEnd}
 	if e != nil {
 		h[rpcwire.Error] = e.Message
@@ -174,12 +218,27 @@ func (c *serverConn) endStream(seqText string, md Metadata, e *Error) {
 		}
 	}
 	addMetadata(h, md)
-	err := c.sendBounded(&transport.Message{Header: h})
+	return h
+}
+
+// endTooLarge is the error a stream's caller gets when the end of the
+// stream, its reply metadata included, is over the server's frame limit:
+// CodeInternal, as for a unary reply that is too large (replyTooLarge).
+func endTooLarge(name string, err error) *Error {
+	return &Error{Code: CodeInternal, Message: "dispatch: end of stream of " + name + " is too large: " + err.Error()}
+}
+
+// endStream sends the end of the stream of name: the handler's error e, if
+// any, and the reply metadata md. An end whose metadata is over the frame
+// limit goes without it, as CodeInternal, as a unary reply would: the
+// caller learns why, rather than losing the connection.
+func (c *serverConn) endStream(seqText, name string, md Metadata, e *Error) {
+	err := c.sendBounded(&transport.Message{Header: endHeader(seqText, md, e)})
 	if err == nil {
 		return
 	}
 	if isFrameTooLarge(err) && len(md) > 0 {
-		c.endStream(seqText, nil, &Error{Code: CodeInternal, Message: "dispatch: end of stream is too large: " + err.Error()})
+		c.endStream(seqText, name, nil, endTooLarge(name, err))
 		return
 	}
 	c.sock.Close()
@@ -246,8 +305,12 @@ type clientStream struct {
 	endErr    error // what the end said: Send's error from then on
 	gaveUp    bool  // the caller stopped before the end: no capture
 	cancelled bool  // a Cancel went out: the Seq is never reused
-	writers   int   // frames of the stream being written
-	released  bool  // the Seq has left the connection's map
+	// unary says the end was a unary response, from a server that does
+	// not know streams: it may answer each frame of the stream as a
+	// request of its own, later, so the Seq is never reused either.
+	unary    bool
+	writers  int  // frames of the stream being written
+	released bool // the Seq has left the connection's map
 	// stopCtx ends the watch on ctx. The stream is in the connection's
 	// map (so the read loop may end it) before the watch begins: unwatched
 	// says it ended first, and the watch is stopped as soon as it begins.
@@ -282,15 +345,18 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int) (
 	requestHeader(ctx, h, name, seqText, cc.ctype)
 	h[rpcwire.Stream] = rpcwire.StreamOpen
 	h[rpcwire.Window] = rpcwire.FormatWindow(window)
-	if err := cc.writeFrame(ctx, &transport.Message{Header: h}); err != nil {
+	if err := cc.writeOpen(ctx, &transport.Message{Header: h}); err != nil {
 		cc.mu.Lock()
 		if cc.streams[s.seq] == s { // not failed meanwhile
 			delete(cc.streams, s.seq)
-			if isFrameTooLarge(err) { // nothing was sent
+			if isFrameTooLarge(err) || err == errShuttingDown { // nothing was sent
 				cc.free = append(cc.free, s.seq)
 			}
 		}
 		cc.mu.Unlock()
+		if err == errShuttingDown {
+			return failedStream(ctx, err), nil // as the server's refusal would
+		}
 		if isFrameTooLarge(err) {
 			return nil, fmt.Errorf("dispatch: opening a stream of %s: %w", name, err)
 		}
@@ -311,6 +377,20 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int) (
 	return s, nil
 }
 
+// writeOpen sends a stream's open frame, as writeFrame does, unless the
+// server has said it is shutting down: then it sends nothing and returns
+// errShuttingDown, as a new call would.
+func (cc *clientConn) writeOpen(ctx context.Context, m *transport.Message) error {
+	if err := cc.lockSend(ctx); err != nil {
+		return err
+	}
+	defer cc.unlockSend()
+	if cc.drained.Load() {
+		return errShuttingDown
+	}
+	return cc.writeLocked(ctx, m)
+}
+
 // writeFrame sends m under the send lock, as a call's request goes. A
 // failure that leaves the connection in doubt fails the connection.
 func (cc *clientConn) writeFrame(ctx context.Context, m *transport.Message) error {
@@ -318,6 +398,11 @@ func (cc *clientConn) writeFrame(ctx context.Context, m *transport.Message) erro
 		return err
 	}
 	defer cc.unlockSend()
+	return cc.writeLocked(ctx, m)
+}
+
+// writeLocked is writeFrame with the send lock held.
+func (cc *clientConn) writeLocked(ctx context.Context, m *transport.Message) error {
 	err := cc.sendInterruptible(ctx, m)
 	if err == nil || isFrameTooLarge(err) {
 		return err
@@ -558,7 +643,7 @@ func (s *clientStream) release() {
 		return
 	}
 	s.released = true
-	reuse := !s.cancelled
+	reuse := !s.cancelled && !s.unary
 	s.mu.Unlock()
 	cc := s.cc
 	cc.mu.Lock()
@@ -596,6 +681,11 @@ func (cc *clientConn) streamFrame(s *clientStream, m *transport.Message) error {
 	case rpcwire.StreamEnd, "":
 		// "": a unary response to the open frame, from a server that does
 		// not know streams; its Error ends the stream as an end would.
+		if kind == "" {
+			s.mu.Lock()
+			s.unary = true
+			s.mu.Unlock()
+		}
 		var err error
 		if msg, failed := m.Header[rpcwire.Error]; failed {
 			err = &Error{Code: Code(m.Header[rpcwire.ErrorCode]), Message: msg}

@@ -47,6 +47,27 @@ func frameCheck(name string, body []byte, sender, receiver int) (tooLarge error,
 	return nil, err != nil
 }
 
+// endCheck applies to the end of a copy-mode stream of name, with reply
+// metadata md and the handler's error e, what the network would
+// (serverConn.endStream): an end over the Server's limit, sender, goes
+// without its metadata, as CodeInternal (endTooLarge); one over the
+// Client's only, receiver, makes the Client drop the connection (lost). An
+// end without metadata is not measured: its error alone is not measured in
+// copy mode either (as a unary error reply is not).
+func endCheck(name string, md Metadata, e *Error, sender, receiver int) (Metadata, *Error, bool) {
+	if len(md) == 0 {
+		return md, e, false
+	}
+	m := transport.Message{Header: endHeader("0", md, e)}
+	if _, err := frame.Check(&m, sender); err != nil {
+		return nil, endTooLarge(name, err), false
+	}
+	if _, err := frame.Check(&m, receiver); err != nil {
+		return nil, e, true
+	}
+	return md, e, false
+}
+
 // shortcutStream opens a stream on e's Server, a Server of this process. It
 // reports handled false when the Server has stopped, so that the stream
 // goes to the transport, as a call would.
@@ -154,20 +175,30 @@ func (s *memStream) run() {
 			e = goexitError(s.m.name)
 		}
 		md := s.hctx.sealReply()
+		lost := false
+		if !s.direct { // direct mode measures nothing (ShortcutDirect)
+			md, e, lost = endCheck(s.m.name, md, e, s.serverLimit, s.c.limit)
+		}
+		result := errOf(e)
+		if lost {
+			// The Client would drop a connection that sent it this end:
+			// the caller gets what a lost connection gives, and no end.
+			result = ErrShutdown
+		}
 		s.up.done()  // a value the handler holds goes back
 		s.up.close() // what it did not take is dropped
 		s.mu.Lock()
-		s.over, s.result = true, errOf(e)
-		if !s.gaveUp {
+		s.over, s.result = true, result
+		if !s.gaveUp && !lost {
 			capturesOf(s.ctx).deliver(md) // before the caller can see the end
 		}
 		s.mu.Unlock()
-		if e != nil {
-			s.upCr.abort(e)
+		if result != nil {
+			s.upCr.abort(result)
 		} else {
 			s.upCr.abort(ErrStreamDone)
 		}
-		s.down.finish(errOf(e))
+		s.down.finish(result)
 		s.hctx.finish()
 		s.srv.gate.leave()
 	}()
@@ -410,6 +441,9 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 	if c.opts.shortcut == ShortcutOff {
 		return false
 	}
+	if c.set != nil {
+		return c.set.fastStream(ctx, name, in, out, args, emit, fail)
+	}
 	e := shortcuts.lookupCached(c.key, c.wire, &c.found)
 	if e == nil {
 		return false
@@ -455,7 +489,18 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 		case c.closedFlag.Load() || srv.stopped.Load():
 			err = ErrShutdown
 		default:
-			capturesOf(ctx).deliver(f.s.hctx.sealReply())
+			md := f.s.hctx.sealReply()
+			lost := false
+			if !direct { // direct mode measures nothing (ShortcutDirect)
+				var e *Error
+				md, e, lost = endCheck(name, md, toError(err), f.s.serverLimit, c.limit)
+				err = errOf(e)
+			}
+			if lost {
+				err = ErrShutdown // the Client would drop the connection: no end arrives
+			} else {
+				capturesOf(ctx).deliver(md)
+			}
 		}
 	}
 	if err != nil && !f.broke {

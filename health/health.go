@@ -16,6 +16,7 @@ package health
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"net/http"
 	"sync"
@@ -231,4 +232,22 @@ func Check(ctx context.Context, c *dispatch.Client, service string) (Status, err
 		return "", err
 	}
 	return resp.Status, nil
+}
+
+// Checker returns a dispatch.ReplicaCheck that asks each replica for
+// service's status ("" for the whole server's): a replica that does not
+// answer Serving — NotServing once its Shutdown began, or no answer — is
+// left out of a Client of replicas until it does
+// (dispatch.WithReplicaCheck).
+func Checker(service string) dispatch.ReplicaCheck {
+	return func(ctx context.Context, c *dispatch.Client) error {
+		s, err := Check(ctx, c, service)
+		if err != nil {
+			return err
+		}
+		if s != Serving {
+			return fmt.Errorf("health: %q is %s", service, s)
+		}
+		return nil
+	}
 }

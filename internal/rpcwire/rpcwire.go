@@ -44,6 +44,10 @@ const (
 	// receiver's whole window in the first one a receiver sends (and in
 	// the open frame), the bytes it has consumed in every later one.
 	Window = "Window"
+	// Drain marks a frame with no Seq: from the server, the notice that it
+	// is shutting down (every new call would be refused); from the
+	// caller, the acknowledgement that it will send no new call.
+	Drain = "Drain"
 )
 
 // The values of the Stream header.

@@ -1,0 +1,198 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	"github.com/zerodial/transport/resolver"
+)
+
+// replicaOptions configure a Client of replicas (WithResolver).
+type replicaOptions struct {
+	resolver   resolver.Resolver
+	balancer   Balancer
+	localLimit int
+	idempotent map[string]bool
+	ejectAfter int
+	ejectFor   time.Duration
+	check      ReplicaCheck
+	checkEvery time.Duration
+	budget     RetryBudget
+}
+
+func defaultReplicaOptions() replicaOptions {
+	return replicaOptions{balancer: RoundRobin, localLimit: DefaultLocalLimit, ejectAfter: DefaultEjectAfter,
+		ejectFor: DefaultEjectFor, budget: DefaultRetryBudget}
+}
+
+// WithResolver makes Dial's address a target that r resolves to a set of
+// replicas, and the Client one over all of them: each call goes to one
+// replica, chosen by the Balancer (WithBalancer), with the same Call, Go
+// and streaming API as a Client of one address. The Client follows the
+// set as r reports it; Dial returns once r has reported a first set (or
+// fails with r's error, or ctx's), and opens connections as calls need
+// them. resolver.Default understands "dns:///name:port" and
+// "static:///a:1,b:2".
+//
+// A replica that fails WithEjection's number of calls in a row — failures
+// of the transport, not errors of its handlers — is left out for a while;
+// one shutting down (CodeUnavailable) is left out at once. A call that
+// fails before it can have reached a handler (the dial failed, the replica
+// was shutting down, it had too many calls) is tried once on each other
+// replica; one that may have reached a handler (the connection failed
+// meanwhile) is tried again only for a method named in WithIdempotent, and
+// only while the RetryBudget allows. The caller's context bounds it all.
+//
+// With WithShortcut, a replica served by this process is called first, with
+// no socket, while it has fewer than WithLocalLimit calls in flight.
+func WithResolver(r resolver.Resolver) ClientOption {
+	return clientOption(func(o *clientOptions) {
+		if r == nil {
+			o.problems.Refuse("WithResolver(nil)", "no resolver")
+			return
+		}
+		o.replicas.resolver = r
+	})
+}
+
+// Balancer chooses which replica a call goes to.
+type Balancer int
+
+const (
+	// RoundRobin takes the replicas in turn.
+	RoundRobin Balancer = iota
+	// LeastLoaded picks two replicas at random and takes the one with
+	// fewer calls in flight (the power of two choices): it steers calls
+	// away from a slow replica without the herd that always choosing the
+	// least loaded one would make.
+	LeastLoaded
+)
+
+func (b Balancer) String() string {
+	switch b {
+	case RoundRobin:
+		return "round-robin"
+	case LeastLoaded:
+		return "least-loaded"
+	}
+	return "Balancer(?)"
+}
+
+// WithBalancer sets how a Client of replicas (WithResolver) chooses the
+// replica of each call; RoundRobin by default.
+func WithBalancer(b Balancer) ClientOption {
+	return clientOption(func(o *clientOptions) {
+		if b != RoundRobin && b != LeastLoaded {
+			o.problems.Invalid("WithBalancer", int(b), "no such balancer")
+			return
+		}
+		o.replicas.balancer = b
+	})
+}
+
+// DefaultLocalLimit is how many calls a Client of replicas (WithResolver)
+// with the shortcut on has in flight to a replica served by this process
+// before it sends more to the others, unless WithLocalLimit says otherwise.
+const DefaultLocalLimit = 256
+
+// WithLocalLimit sets how many calls a Client of replicas sends at once to
+// a replica served in this process (which WithShortcut calls with no
+// socket) before it balances the overflow over the other replicas. 0
+// treats the local replica as any other. n must not be negative.
+func WithLocalLimit(n int) ClientOption {
+	return clientOption(func(o *clientOptions) {
+		if n < 0 {
+			o.problems.Invalid("WithLocalLimit", n, "must not be negative")
+			return
+		}
+		o.replicas.localLimit = n
+	})
+}
+
+// WithIdempotent names methods ("Service.Method") that may run twice with
+// the effect of once: a Client of replicas retries a call of one of them
+// on another replica even when it may have reached a handler (its
+// connection failed mid-call), within the RetryBudget.
+func WithIdempotent(methods ...string) ClientOption {
+	return clientOption(func(o *clientOptions) {
+		if o.replicas.idempotent == nil {
+			o.replicas.idempotent = map[string]bool{}
+		}
+		for _, m := range methods {
+			o.replicas.idempotent[m] = true
+		}
+	})
+}
+
+// The defaults of WithEjection.
+const (
+	DefaultEjectAfter = 3
+	DefaultEjectFor   = time.Second
+)
+
+// WithEjection sets when a Client of replicas leaves a replica out:
+// after failures calls in a row failed in its transport (a refused dial,
+// a connection that failed; handler errors do not count), for d, doubled
+// at each ejection that follows another without a success between them,
+// up to 30 d. A replica left out is tried again when its time is up, and
+// when no other is left. failures must be at least 1 and d positive.
+func WithEjection(failures int, d time.Duration) ClientOption {
+	return clientOption(func(o *clientOptions) {
+		if failures < 1 {
+			o.problems.Invalid("WithEjection", failures, "failures must be at least 1")
+			return
+		}
+		if d <= 0 {
+			o.problems.Invalid("WithEjection", d, "the time must be positive")
+			return
+		}
+		o.replicas.ejectAfter, o.replicas.ejectFor = failures, d
+	})
+}
+
+// ReplicaCheck tells whether the replica c calls is fit for calls: nil if
+// it is. The health package's Checker asks a replica's health service.
+type ReplicaCheck func(ctx context.Context, c *Client) error
+
+// WithReplicaCheck checks every replica of a Client of replicas every d
+// with check (each check bounded by d): a replica whose check fails is
+// left out until one succeeds. Replicas are assumed fit until checked.
+func WithReplicaCheck(check ReplicaCheck, d time.Duration) ClientOption {
+	return clientOption(func(o *clientOptions) {
+		if check == nil {
+			o.problems.Refuse("WithReplicaCheck(nil)", "no check")
+			return
+		}
+		if d <= 0 {
+			o.problems.Invalid("WithReplicaCheck", d, "the interval must be positive")
+			return
+		}
+		o.replicas.check, o.replicas.checkEvery = check, d
+	})
+}
+
+// RetryBudget bounds the retries of calls that may have reached a handler,
+// as gRPC's retry throttling does: a Client of replicas holds Max tokens;
+// each such failed call takes one, each successful call gives back Ratio;
+// a retry is made only while more than half the tokens are left. A failing
+// fleet is so not sent every call twice.
+type RetryBudget struct {
+	Max   float64
+	Ratio float64
+}
+
+// DefaultRetryBudget is gRPC's default throttle: 10 tokens, 0.1 back per
+// success.
+var DefaultRetryBudget = RetryBudget{Max: 10, Ratio: 0.1}
+
+// WithRetryBudget sets the RetryBudget of a Client of replicas. Max must
+// be positive and Ratio from 0 to Max.
+func WithRetryBudget(b RetryBudget) ClientOption {
+	return clientOption(func(o *clientOptions) {
+		if b.Max <= 0 || b.Ratio < 0 || b.Ratio > b.Max {
+			o.problems.Invalid("WithRetryBudget", b, "Max must be positive and Ratio from 0 to Max")
+			return
+		}
+		o.replicas.budget = b
+	})
+}

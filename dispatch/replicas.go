@@ -1,0 +1,494 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/resolver"
+)
+
+// replicaSet is what a Client of replicas (WithResolver) calls through: the
+// replicas its resolver reports, each a Client of one address, and the
+// state that chooses between them.
+type replicaSet struct {
+	tr     transport.Transport
+	target string
+	opts   replicaOptions
+	sub    clientOptions // each replica's Client's: no interceptors, no resolver
+	watch  resolver.Watch
+	budget retryBudget
+	rr     atomic.Uint64
+
+	list atomic.Pointer[[]*replica] // the current replicas, replaced whole
+
+	mu      sync.Mutex
+	closed  bool
+	lastErr error         // the resolver's last error, while it has no set
+	ready   chan struct{} // closed at the first report
+	life    context.Context
+	endLife context.CancelFunc // ends the checks at close
+	checker sync.WaitGroup
+}
+
+// replica is one address of a replicaSet.
+type replica struct {
+	addr     string
+	c        *Client
+	inflight atomic.Int64
+	fails    atomic.Int32 // transport failures in a row
+	out      atomic.Int64 // left out until this time (UnixNano); 0: in
+	ejected  atomic.Int32 // ejections since the last success
+	unfit    atomic.Bool  // its last ReplicaCheck failed
+	removed  atomic.Bool  // no longer reported: closed once idle
+}
+
+// dialReplicas is Dial for a Client of replicas.
+func dialReplicas(ctx context.Context, tr transport.Transport, target string, o clientOptions) (*Client, error) {
+	sub := o
+	sub.interceptors, sub.streamInterceptors = nil, nil
+	sub.replicas = replicaOptions{}
+	s := &replicaSet{tr: tr, target: target, opts: o.replicas, sub: sub, ready: make(chan struct{})}
+	s.life, s.endLife = context.WithCancel(context.Background())
+	s.budget.init(o.replicas.budget)
+	s.list.Store(&[]*replica{})
+	c := &Client{tr: tr, addr: target, opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
+		netPath: Path(tr.String()), remote: dialAddr{tr.String(), target}, set: s}
+	c.life, c.endLife = context.WithCancel(context.Background())
+	if fl, ok := tr.(transport.FrameLimiter); ok {
+		c.limit = fl.MaxFrameSize()
+	}
+	w, err := o.replicas.resolver.Resolve(target, s.update)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: resolving %s: %w", target, err)
+	}
+	s.mu.Lock()
+	s.watch = w
+	s.mu.Unlock()
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		c.Close()
+		return nil, ctxError(ctx)
+	}
+	if len(*s.list.Load()) == 0 {
+		err := s.noReplicas()
+		c.Close()
+		return nil, err
+	}
+	if o.replicas.check != nil {
+		s.checker.Add(1)
+		go s.checkLoop()
+	}
+	return c, nil
+}
+
+// update is the resolver's report: a new set of addresses, or an error.
+func (s *replicaSet) update(addrs []string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	defer func() {
+		select {
+		case <-s.ready:
+		default:
+			close(s.ready)
+		}
+	}()
+	if err != nil {
+		s.lastErr = err
+		return
+	}
+	if len(addrs) == 0 {
+		// An empty set is more likely a fault of the resolver than a
+		// service with no replicas: keep calling the last ones.
+		s.lastErr = resolver.ErrNoAddresses
+		return
+	}
+	s.lastErr = nil
+	old := *s.list.Load()
+	next := make([]*replica, 0, len(addrs))
+	for _, a := range addrs {
+		if slices.ContainsFunc(next, func(r *replica) bool { return r.addr == a }) {
+			continue
+		}
+		i := slices.IndexFunc(old, func(r *replica) bool { return r.addr == a })
+		if i >= 0 {
+			next = append(next, old[i])
+			continue
+		}
+		next = append(next, &replica{addr: a, c: newAddrClient(s.tr, a, s.sub)})
+	}
+	s.list.Store(&next)
+	for _, r := range old {
+		if !slices.Contains(next, r) {
+			r.removed.Store(true)
+			if r.inflight.Load() == 0 {
+				r.c.Close()
+			}
+		}
+	}
+}
+
+// noReplicas is the error of a call that found no replica to try.
+func (s *replicaSet) noReplicas() error {
+	s.mu.Lock()
+	err := s.lastErr
+	s.mu.Unlock()
+	if err == nil {
+		err = resolver.ErrNoAddresses
+	}
+	return &Error{Code: CodeUnavailable, Message: fmt.Sprintf("dispatch: no replica of %s to call: %v", s.target, err)}
+}
+
+func (s *replicaSet) close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	w := s.watch
+	s.mu.Unlock()
+	s.endLife()
+	if w != nil {
+		w.Close()
+	}
+	s.checker.Wait()
+	for _, r := range *s.list.Load() {
+		r.c.Close()
+	}
+}
+
+// begin counts a call on r; end counts it out, closing r if it was
+// removed meanwhile and this was its last call.
+func (r *replica) begin() { r.inflight.Add(1) }
+
+func (r *replica) end() {
+	if r.inflight.Add(-1) == 0 && r.removed.Load() {
+		r.c.Close()
+	}
+}
+
+// usable reports whether r may be chosen at now (UnixNano).
+func (r *replica) usable(now int64) bool {
+	if r.unfit.Load() {
+		return false
+	}
+	until := r.out.Load()
+	return until == 0 || now >= until
+}
+
+// isLocal reports whether r is served by this process and its Client
+// would take the shortcut.
+func (r *replica) isLocal() bool {
+	c := r.c
+	return c.opts.shortcut != ShortcutOff && shortcuts.lookupCached(c.key, c.wire, &c.found) != nil
+}
+
+// pick chooses the replica of the next attempt of a call, none of tried.
+// nil means there is none left to try.
+func (s *replicaSet) pick(tried []*replica) *replica {
+	list := *s.list.Load()
+	now := time.Now().UnixNano()
+	// A local replica at its limit is skipped while others are usable:
+	// the overflow goes to them.
+	var saturated *replica
+	if s.opts.localLimit > 0 && s.sub.shortcut != ShortcutOff {
+		for _, r := range list {
+			if !r.isLocal() || !r.usable(now) || slices.Contains(tried, r) {
+				continue
+			}
+			if r.inflight.Load() < int64(s.opts.localLimit) {
+				return r
+			}
+			saturated = r
+		}
+	}
+	if saturated != nil {
+		tried = append(tried[:len(tried):len(tried)], saturated)
+	}
+	switch s.opts.balancer {
+	case LeastLoaded:
+		if r := s.twoChoices(list, tried, now); r != nil {
+			return r
+		}
+	default:
+		n := uint64(len(list))
+		start := s.rr.Add(1)
+		for i := range n {
+			r := list[(start+i)%n]
+			if r.usable(now) && !slices.Contains(tried, r) {
+				return r
+			}
+		}
+	}
+	if saturated != nil && saturated.usable(now) {
+		return saturated // the only one left
+	}
+	// Every replica not yet tried is left out: rather than fail the call
+	// unheard, try the one whose time out ends first — it may be back.
+	var best *replica
+	for _, r := range list {
+		if slices.Contains(tried, r) || r.removed.Load() {
+			continue
+		}
+		if best == nil || r.out.Load() < best.out.Load() {
+			best = r
+		}
+	}
+	return best
+}
+
+// twoChoices picks two usable replicas, none of tried, at random and
+// returns the one with fewer calls in flight.
+func (s *replicaSet) twoChoices(list, tried []*replica, now int64) *replica {
+	var buf [8]*replica
+	cands := buf[:0]
+	for _, r := range list {
+		if r.usable(now) && !slices.Contains(tried, r) {
+			cands = append(cands, r)
+		}
+	}
+	switch len(cands) {
+	case 0:
+		return nil
+	case 1:
+		return cands[0]
+	}
+	i := rand.IntN(len(cands))
+	j := rand.IntN(len(cands) - 1)
+	if j >= i {
+		j++
+	}
+	a, b := cands[i], cands[j]
+	if b.inflight.Load() < a.inflight.Load() {
+		return b
+	}
+	return a
+}
+
+// call makes a call on the replicas: on one, then, as the failure allows,
+// on others.
+func (s *replicaSet) call(ctx context.Context, name string, args, reply any, info *CallInfo) error {
+	var triedBuf [4]*replica
+	tried := triedBuf[:0]
+	var last error
+	for {
+		r := s.pick(tried)
+		if r == nil {
+			if last == nil {
+				last = s.noReplicas()
+			}
+			return last
+		}
+		if info != nil {
+			info.RemoteAddr = r.c.remote
+		}
+		err := s.attempt(ctx, r, name, args, reply, info)
+		retry := s.outcome(r, err)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			return err
+		}
+		switch retry {
+		case retryNever:
+			return err
+		case retryIfIdempotent:
+			if !s.opts.idempotent[name] || !s.budget.allow() {
+				return err
+			}
+		}
+		tried = append(tried, r)
+	}
+}
+
+// attempt makes the call on r. A failure to connect to r is a notReached.
+func (s *replicaSet) attempt(ctx context.Context, r *replica, name string, args, reply any, info *CallInfo) error {
+	r.begin()
+	defer r.end()
+	if err := s.reach(ctx, r); err != nil {
+		return err
+	}
+	return r.c.call(ctx, name, args, reply, info)
+}
+
+// reach connects to r unless the shortcut will take its calls, so that a
+// failure to connect — nothing sent — is told apart from a connection that
+// fails with the call on it.
+func (s *replicaSet) reach(ctx context.Context, r *replica) error {
+	if r.isLocal() {
+		return nil
+	}
+	if _, err := r.c.connect(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctxError(ctx)
+		}
+		return &notReached{err}
+	}
+	return nil
+}
+
+// What a failed attempt allows.
+type retryKind int
+
+const (
+	retryNever        retryKind = iota // the handler answered, or the caller gave up
+	retryIfIdempotent                  // the call may have reached a handler
+	retryAlways                        // the call cannot have reached a handler
+)
+
+// outcome records how an attempt on r went and says whether the call may
+// be tried on another replica.
+func (s *replicaSet) outcome(r *replica, err error) retryKind {
+	if err == nil {
+		s.succeeded(r)
+		return retryNever
+	}
+	var nr *notReached
+	if errors.As(err, &nr) {
+		s.budget.failed()
+		s.failed(r)
+		return retryAlways
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		switch {
+		case e.Code == CodeUnavailable:
+			// Shutting down (or a handler saying it cannot serve now):
+			// leave it out at once, and go elsewhere.
+			s.eject(r)
+			s.budget.failed()
+			return retryAlways
+		case e.Code == CodeResourceExhausted && isAdmissionRefusal(e):
+			return retryAlways
+		case e.Code == CodeCanceled || e.Code == CodeDeadlineExceeded:
+			return retryNever
+		}
+		s.succeeded(r) // the replica answered: it is fit
+		return retryNever
+	}
+	if errors.Is(err, ErrNilReply) {
+		return retryNever
+	}
+	// The connection failed with the call on it.
+	s.budget.failed()
+	s.failed(r)
+	return retryIfIdempotent
+}
+
+// isAdmissionRefusal reports whether e is a server's refusal of a call
+// over its connection's limits (WithMaxCallsPerConn, WithMaxBytesPerConn),
+// made before any handler ran. Their messages are dispatch's own.
+func isAdmissionRefusal(e *Error) bool {
+	const prefix = "dispatch: too many "
+	return len(e.Message) >= len(prefix) && e.Message[:len(prefix)] == prefix
+}
+
+func (s *replicaSet) succeeded(r *replica) {
+	s.budget.succeeded()
+	if r.fails.Load() != 0 {
+		r.fails.Store(0)
+	}
+	if r.ejected.Load() != 0 {
+		r.ejected.Store(0)
+	}
+	if r.out.Load() != 0 {
+		r.out.Store(0)
+	}
+}
+
+func (s *replicaSet) failed(r *replica) {
+	if w := s.currentWatch(); w != nil {
+		w.Refresh() // the set may have changed
+	}
+	if int(r.fails.Add(1)) >= s.opts.ejectAfter {
+		s.eject(r)
+	}
+}
+
+func (s *replicaSet) currentWatch() resolver.Watch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watch
+}
+
+// eject leaves r out for ejectFor, doubled at each ejection in a row, up
+// to 30 times.
+func (s *replicaSet) eject(r *replica) {
+	r.fails.Store(0)
+	n := min(r.ejected.Add(1)-1, 5) // 1, 2, 4, 8, 16, then 30 times
+	d := min(s.opts.ejectFor<<n, 30*s.opts.ejectFor)
+	r.out.Store(time.Now().Add(d).UnixNano())
+}
+
+// notReached wraps the error of a call that failed before its request
+// could have left this process: its dial failed.
+type notReached struct{ err error }
+
+func (e *notReached) Error() string { return e.err.Error() }
+func (e *notReached) Unwrap() error { return e.err }
+
+// retryBudget is RetryBudget's state: tokens in thousandths.
+type retryBudget struct {
+	tokens     atomic.Int64
+	max, ratio int64
+}
+
+func (b *retryBudget) init(c RetryBudget) {
+	b.max, b.ratio = int64(c.Max*1000), int64(c.Ratio*1000)
+	b.tokens.Store(b.max)
+}
+
+func (b *retryBudget) failed() {
+	for {
+		t := b.tokens.Load()
+		if t <= 0 || b.tokens.CompareAndSwap(t, max(t-1000, 0)) {
+			return
+		}
+	}
+}
+
+func (b *retryBudget) succeeded() {
+	for {
+		t := b.tokens.Load()
+		if t >= b.max || b.tokens.CompareAndSwap(t, min(t+b.ratio, b.max)) {
+			return
+		}
+	}
+}
+
+// allow reports whether a retry may be made: more than half the tokens
+// are left.
+func (b *retryBudget) allow() bool { return b.tokens.Load() > b.max/2 }
+
+// checkLoop runs the ReplicaCheck on every replica every checkEvery.
+func (s *replicaSet) checkLoop() {
+	defer s.checker.Done()
+	t := time.NewTicker(s.opts.checkEvery)
+	defer t.Stop()
+	for {
+		for _, r := range *s.list.Load() {
+			ctx, cancel := context.WithTimeout(s.life, s.opts.checkEvery)
+			err := s.opts.check(ctx, r.c)
+			cancel()
+			r.unfit.Store(err != nil)
+		}
+		select {
+		case <-s.life.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

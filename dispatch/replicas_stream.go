@@ -1,0 +1,74 @@
+package dispatch
+
+import (
+	"context"
+	"reflect"
+	"sync/atomic"
+)
+
+// openStream opens a stream on one of the replicas. A stream is tried on
+// another replica only when it could not be opened at all (its replica
+// could not be reached); once open, what becomes of it is its replica's.
+func (s *replicaSet) openStream(ctx context.Context, name string, in, out reflect.Type) (callerEnd, error) {
+	var triedBuf [4]*replica
+	tried := triedBuf[:0]
+	var last error
+	for {
+		r := s.pick(tried)
+		if r == nil {
+			if last == nil {
+				last = s.noReplicas()
+			}
+			return nil, last
+		}
+		r.begin()
+		end, err := s.openOn(ctx, r, name, in, out)
+		if f, ok := end.(failedEnd); ok && f.err == errShuttingDown {
+			end, err = nil, f.err // refused before any handler ran: go elsewhere
+		}
+		if err == nil {
+			s.succeeded(r)
+			return &endHooked{callerEnd: end, end: r.streamEnded()}, nil
+		}
+		r.end()
+		last = err
+		if ctx.Err() != nil || s.outcome(r, err) != retryAlways {
+			return nil, err
+		}
+		tried = append(tried, r)
+	}
+}
+
+func (s *replicaSet) openOn(ctx context.Context, r *replica, name string, in, out reflect.Type) (callerEnd, error) {
+	if err := s.reach(ctx, r); err != nil {
+		return nil, err
+	}
+	return r.c.openStream(ctx, name, in, out)
+}
+
+// streamEnded returns the hook that counts a stream out of r's calls in
+// flight, once, however often its end is seen.
+func (r *replica) streamEnded() func(error) {
+	var once atomic.Bool
+	return func(error) {
+		if once.CompareAndSwap(false, true) {
+			r.end()
+		}
+	}
+}
+
+// fastStream is Client.fastStream on the replica served by this process,
+// when local-first would choose it: the stream then costs what an
+// iterator costs, as it does on a Client of that one address.
+func (s *replicaSet) fastStream(ctx context.Context, name string, in, out reflect.Type, args any, emit func(item) bool, fail func(error)) bool {
+	if s.opts.localLimit == 0 {
+		return false
+	}
+	r := s.pick(nil)
+	if r == nil || !r.isLocal() {
+		return false
+	}
+	r.begin()
+	defer r.end()
+	return r.c.fastStream(ctx, name, in, out, args, emit, fail)
+}

@@ -1,0 +1,465 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/memory"
+	"github.com/zerodial/transport/mux"
+	"github.com/zerodial/transport/resolver"
+	"github.com/zerodial/transport/tcp"
+)
+
+// replicaFleet is a set of replicas of one service, each a Server of its
+// own on its own listener, that a test can kill, restart and shut down.
+type replicaFleet struct {
+	t     *testing.T
+	tr    transport.Transport
+	mu    sync.Mutex
+	srvs  []*dispatch.Server
+	addrs []string
+	calls []*atomic.Int64 // calls each replica's handlers began
+}
+
+// newFleet starts n replicas over tr, listening on listen(i).
+func newFleet(t *testing.T, tr transport.Transport, n int, listen func(i int) string) *replicaFleet {
+	f := &replicaFleet{t: t, tr: tr}
+	for i := range n {
+		f.calls = append(f.calls, new(atomic.Int64))
+		f.srvs = append(f.srvs, nil)
+		f.addrs = append(f.addrs, "")
+		f.start(i, listen(i))
+	}
+	return f
+}
+
+// start serves replica i at addr.
+func (f *replicaFleet) start(i int, addr string) {
+	srv := dispatch.NewServer()
+	calls := f.calls[i]
+	name := fmt.Sprint("replica-", i)
+	require.NoError(f.t, dispatch.Handle(srv, "Who.Am", func(ctx context.Context, pause *time.Duration, who *string) error {
+		calls.Add(1)
+		if *pause > 0 {
+			select {
+			case <-time.After(*pause):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		*who = name
+		return nil
+	}))
+	require.NoError(f.t, dispatch.Handle(srv, "Who.Fails", func(ctx context.Context, _ *int, _ *string) error {
+		calls.Add(1)
+		return &dispatch.Error{Code: dispatch.CodeNotFound, Message: "no such thing"}
+	}))
+	require.NoError(f.t, dispatch.HandleStream(srv, "Who.Count", func(ctx context.Context, s *dispatch.ServerStream[int, string]) error {
+		calls.Add(1)
+		for range 3 {
+			if err := s.Send(&name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	l, err := f.tr.Listen(addr)
+	require.NoError(f.t, err)
+	require.NoError(f.t, srv.Start(l))
+	f.t.Cleanup(func() { srv.Close() })
+	f.mu.Lock()
+	f.srvs[i], f.addrs[i] = srv, l.Addr().String()
+	f.mu.Unlock()
+}
+
+func (f *replicaFleet) target() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fmt.Sprint("static:///", joinAddrs(f.addrs))
+}
+
+func joinAddrs(as []string) string {
+	s := ""
+	for i, a := range as {
+		if i > 0 {
+			s += ","
+		}
+		s += a
+	}
+	return s
+}
+
+func (f *replicaFleet) counts() []int64 {
+	var n []int64
+	for _, c := range f.calls {
+		n = append(n, c.Load())
+	}
+	return n
+}
+
+func (f *replicaFleet) dial(t *testing.T, opts ...dispatch.ClientOption) *dispatch.Client {
+	c, err := dispatch.Dial(t.Context(), f.tr, f.target(), append([]dispatch.ClientOption{dispatch.WithResolver(resolver.Default)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func whoAmI(ctx context.Context, c *dispatch.Client, pause time.Duration) (string, error) {
+	var s string
+	err := c.Call(ctx, "Who.Am", &pause, &s)
+	return s, err
+}
+
+// Round-robin takes the replicas in turn; a handler's error is the
+// caller's, not a reason to try elsewhere; streams are balanced as calls.
+func TestReplicasRoundRobin(t *testing.T) {
+	f := newFleet(t, memory.New(), 3, func(int) string { return "" })
+	c := f.dial(t)
+	seen := map[string]int{}
+	for range 30 {
+		s, err := whoAmI(t.Context(), c, 0)
+		require.NoError(t, err)
+		seen[s]++
+	}
+	assert.Equal(t, map[string]int{"replica-0": 10, "replica-1": 10, "replica-2": 10}, seen)
+
+	before := f.counts()
+	var s string
+	err := c.Call(t.Context(), "Who.Fails", new(int), &s)
+	var e *dispatch.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, dispatch.CodeNotFound, e.Code)
+	after := f.counts()
+	total := func(n []int64) (x int64) {
+		for _, v := range n {
+			x += v
+		}
+		return x
+	}
+	assert.Equal(t, total(before)+1, total(after), "a handler's error is not retried")
+
+	streams := map[string]int{}
+	for range 6 {
+		for s, err := range dispatch.CallStream[int, string](t.Context(), c, "Who.Count", new(0)) {
+			require.NoError(t, err)
+			streams[*s]++
+		}
+	}
+	assert.Equal(t, map[string]int{"replica-0": 6, "replica-1": 6, "replica-2": 6}, streams)
+}
+
+// The least-loaded balancer sends calls away from a replica that holds
+// many: with calls stuck on one replica, no new call goes to it, where
+// round-robin would send it a third.
+func TestReplicasLeastLoaded(t *testing.T) {
+	f := newFleet(t, memory.New(), 3, func(int) string { return "" })
+	r := &pushResolver{first: f.addrs[:1]}
+	c, err := dispatch.Dial(t.Context(), f.tr, "svc", dispatch.WithResolver(r), dispatch.WithBalancer(dispatch.LeastLoaded))
+	require.NoError(t, err)
+	defer c.Close()
+	slowCtx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for range 12 {
+		wg.Go(func() { _, _ = whoAmI(slowCtx, c, time.Hour) })
+	}
+	require.Eventually(t, func() bool { return f.calls[0].Load() == 12 }, 10*time.Second, time.Millisecond)
+	r.push(f.addrs, nil)
+	seen := map[string]int{}
+	for range 30 {
+		s, err := whoAmI(t.Context(), c, 0)
+		require.NoError(t, err)
+		seen[s]++
+	}
+	assert.Zero(t, seen["replica-0"], "%v", seen)
+	assert.Equal(t, 30, seen["replica-1"]+seen["replica-2"])
+	assert.Greater(t, seen["replica-1"], 3, "%v", seen)
+	assert.Greater(t, seen["replica-2"], 3, "%v", seen)
+}
+
+// The Dial of an unresolvable or invalid target fails at once, clearly;
+// so do invalid replica options.
+func TestReplicasDialErrors(t *testing.T) {
+	tr := memory.New()
+	_, err := dispatch.Dial(t.Context(), tr, "a:1", dispatch.WithResolver(resolver.Default))
+	assert.ErrorContains(t, err, "no scheme")
+	_, err = dispatch.Dial(t.Context(), tr, "nope:///x", dispatch.WithResolver(resolver.Default))
+	assert.ErrorContains(t, err, `no resolver for scheme "nope"`)
+	failing := resolver.Func(func(string) ([]string, error) { return nil, errors.New("registry down") })
+	_, err = dispatch.Dial(t.Context(), tr, "svc", dispatch.WithResolver(failing))
+	assert.ErrorContains(t, err, "registry down")
+	_, err = dispatch.Dial(t.Context(), tr, "svc", dispatch.WithResolver(nil), dispatch.WithBalancer(7), dispatch.WithLocalLimit(-1),
+		dispatch.WithEjection(0, time.Second), dispatch.WithRetryBudget(dispatch.RetryBudget{}))
+	for _, want := range []string{"WithResolver(nil)", "WithBalancer", "WithLocalLimit", "WithEjection", "WithRetryBudget"} {
+		assert.ErrorContains(t, err, want)
+	}
+	_, err = dispatch.NewClient(nopSocket{}, dispatch.WithResolver(resolver.Default))
+	assert.ErrorContains(t, err, "NewClient with WithResolver")
+}
+
+type nopSocket struct{ transport.Socket }
+
+// pushResolver reports what the test pushes.
+type pushResolver struct {
+	mu     sync.Mutex
+	report func([]string, error)
+	first  []string
+}
+
+func (p *pushResolver) Resolve(_ string, report func([]string, error)) (resolver.Watch, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.report = report
+	report(p.first, nil)
+	return p, nil
+}
+
+func (p *pushResolver) push(addrs []string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.report != nil {
+		p.report(addrs, err)
+	}
+}
+
+func (p *pushResolver) Refresh() {}
+
+func (p *pushResolver) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.report = nil
+	return nil
+}
+
+// A Client of replicas follows its resolver: addresses added are called,
+// addresses removed are not, a replica removed with calls in flight
+// finishes them, and an error or an empty set from the resolver keeps the
+// last set.
+func TestReplicasFollowResolver(t *testing.T) {
+	f := newFleet(t, memory.New(), 3, func(int) string { return "" })
+	r := &pushResolver{first: f.addrs[:1]}
+	c, err := dispatch.Dial(t.Context(), f.tr, "svc", dispatch.WithResolver(r))
+	require.NoError(t, err)
+	defer c.Close()
+	for range 6 {
+		s, err := whoAmI(t.Context(), c, 0)
+		require.NoError(t, err)
+		assert.Equal(t, "replica-0", s)
+	}
+	slow := make(chan error, 1)
+	go func() {
+		s, err := whoAmI(t.Context(), c, 200*time.Millisecond)
+		if err == nil && s != "replica-0" {
+			err = fmt.Errorf("answered by %s", s)
+		}
+		slow <- err
+	}()
+	require.Eventually(t, func() bool { return f.calls[0].Load() == 7 }, 10*time.Second, time.Millisecond)
+	r.push(f.addrs[1:], nil)
+	require.NoError(t, <-slow, "the call in flight on the removed replica")
+	r.push(nil, errors.New("registry down"))
+	r.push([]string{}, nil)
+	seen := map[string]int{}
+	for range 10 {
+		s, err := whoAmI(t.Context(), c, 0)
+		require.NoError(t, err)
+		seen[s]++
+	}
+	assert.Equal(t, map[string]int{"replica-1": 5, "replica-2": 5}, seen)
+	r.push(f.addrs, nil)
+	seen = map[string]int{}
+	for range 9 {
+		s, err := whoAmI(t.Context(), c, 0)
+		require.NoError(t, err)
+		seen[s]++
+	}
+	assert.Equal(t, map[string]int{"replica-0": 3, "replica-1": 3, "replica-2": 3}, seen)
+}
+
+// load calls Who.Am from n goroutines until stop is called, which returns
+// the errors the calls met. Every call is bounded, so a hang shows as a
+// deadline error.
+func load(t *testing.T, c *dispatch.Client, n int) (stop func() []error) {
+	done := make(chan struct{})
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				_, err := whoAmI(ctx, c, 2*time.Millisecond)
+				cancel()
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	return func() []error {
+		close(done)
+		wg.Wait()
+		return errs
+	}
+}
+
+// Three mux replicas on distinct loopback addresses, under load: one is
+// killed — no idempotent call is lost, and the calls it held of a method
+// not marked idempotent fail with ErrShutdown, none hangs; it is restarted
+// and used again; another is shut down gracefully — no caller sees an
+// error.
+func TestReplicasFailover(t *testing.T) {
+	m := mux.New()
+	defer m.Close()
+	f := newFleet(t, m, 3, func(i int) string { return fmt.Sprintf("127.0.0.%d:0", i+2) })
+	idem := f.dial(t, dispatch.WithIdempotent("Who.Am"), dispatch.WithEjection(2, 50*time.Millisecond))
+	plain := f.dial(t, dispatch.WithEjection(2, 50*time.Millisecond))
+
+	stopIdem := load(t, idem, 8)
+	stopPlain := load(t, plain, 8)
+	time.Sleep(100 * time.Millisecond)
+	addr1 := f.addrs[1]
+	f.srvs[1].Close()
+	time.Sleep(200 * time.Millisecond)
+	assert.Empty(t, stopIdem(), "idempotent calls lost when a replica was killed")
+	for _, err := range stopPlain() {
+		assert.ErrorIs(t, err, dispatch.ErrShutdown, "a call the killed replica held")
+	}
+
+	// Restarted at the same address, it is called again once its time
+	// out ends.
+	before := f.calls[1].Load()
+	f.start(1, addr1)
+	stopIdem = load(t, idem, 4)
+	require.Eventually(t, func() bool { return f.calls[1].Load() > before+10 }, 10*time.Second, 5*time.Millisecond)
+	assert.Empty(t, stopIdem())
+
+	// A graceful Shutdown under load: calls in flight finish, calls it
+	// turns away go elsewhere.
+	stopPlain = load(t, plain, 8)
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, f.srvs[0].Shutdown(t.Context()))
+	time.Sleep(100 * time.Millisecond)
+	assert.Empty(t, stopPlain(), "a caller saw the Shutdown of a replica")
+}
+
+// forward relays connections to addr from a new loopback listener, whose
+// address it returns: a replica reached through it is remote to the
+// shortcut, which knows only the addresses this process serves.
+func forward(t *testing.T, addr string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", addr)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, in, out)
+			mu.Unlock()
+			wg.Go(func() { _, _ = io.Copy(out, in); out.Close() })
+			wg.Go(func() { _, _ = io.Copy(in, out); in.Close() })
+		}
+	})
+	return l.Addr().String()
+}
+
+// With the shortcut on, a replica served by this process takes the calls,
+// with no socket, until it has WithLocalLimit calls in flight or is gone;
+// the others take the overflow, and all calls when it is down.
+func TestReplicasLocalFirst(t *testing.T) {
+	tr := tcp.New()
+	f := newFleet(t, tr, 3, func(int) string { return "127.0.0.1:0" })
+	addrs := []string{forward(t, f.addrs[0]), f.addrs[1], forward(t, f.addrs[2])}
+	var paths sync.Map
+	c, err := dispatch.Dial(t.Context(), tr, "svc", dispatch.WithResolver(resolver.Static{Addrs: addrs}),
+		dispatch.WithShortcut(dispatch.ShortcutCopy), dispatch.WithLocalLimit(4),
+		dispatch.WithInterceptors(func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
+			err := next(ctx, args, reply)
+			ci, _ := dispatch.CallInfoFrom(ctx)
+			paths.Store(ci.Path, true)
+			return err
+		}))
+	require.NoError(t, err)
+	defer c.Close()
+	for range 20 {
+		s, err := whoAmI(t.Context(), c, 0)
+		require.NoError(t, err)
+		require.Equal(t, "replica-1", s)
+	}
+	_, network := paths.Load(dispatch.Path("tcp"))
+	_, shortcut := paths.Load(dispatch.PathShortcutCopy)
+	assert.True(t, shortcut && !network, "every call took the shortcut")
+	for s, err := range dispatch.CallStream[int, string](t.Context(), c, "Who.Count", new(0)) {
+		require.NoError(t, err)
+		assert.Equal(t, "replica-1", *s)
+	}
+
+	// Saturated: four calls held, the rest go to the network.
+	slowCtx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { _, _ = whoAmI(slowCtx, c, time.Hour) })
+	}
+	require.Eventually(t, func() bool { return f.calls[1].Load() == 20+1+4 }, 10*time.Second, time.Millisecond)
+	seen := map[string]int{}
+	for range 10 {
+		s, err := whoAmI(t.Context(), c, 0)
+		require.NoError(t, err)
+		seen[s]++
+	}
+	cancel()
+	wg.Wait()
+	assert.Zero(t, seen["replica-1"], "%v", seen)
+	assert.Positive(t, seen["replica-0"], "%v", seen)
+	assert.Positive(t, seen["replica-2"], "%v", seen)
+
+	// Down: its address refuses, and the others take every call.
+	f.srvs[1].Close()
+	seen = map[string]int{}
+	for range 10 {
+		s, err := whoAmI(t.Context(), c, 0)
+		require.NoError(t, err)
+		seen[s]++
+	}
+	assert.Zero(t, seen["replica-1"])
+	assert.Equal(t, 10, seen["replica-0"]+seen["replica-2"])
+}
