@@ -2,17 +2,21 @@ package readme_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"log/slog"
 	"net/rpc"
+	"strings"
 	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/health"
 	"github.com/zerodial/transport/memory"
 	"github.com/zerodial/transport/mux"
+	"github.com/zerodial/transport/resolver"
 )
 
 type Args struct{ A, B int }
@@ -95,6 +99,48 @@ func Example_shortcut() {
 
 	c, err := dispatch.Dial(ctx, tr, addr,
 		dispatch.WithShortcut(dispatch.ShortcutCopy)) // no socket if served in this process
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	var product int
+	err = c.Call(ctx, "Arith.Multiply", Args{6, 7}, &product)
+	fmt.Println(product, err)
+	// Output: 42 <nil>
+}
+
+// One Client over three replicas: calls are balanced between them, the
+// one served in this process is called first with no socket, and a call
+// that cannot have reached a replica (refused, shutting down) goes to
+// another.
+func Example_replicas() {
+	ctx := context.Background()
+	tr := mux.New()
+	defer tr.Close()
+	var addrs []string
+	for range 3 {
+		srv := dispatch.NewServer()
+		defer srv.Close()
+		if err := errors.Join(srv.Register(Arith{}), health.NewServer().Register(srv)); err != nil {
+			log.Fatal(err)
+		}
+		l, err := tr.Listen("127.0.0.1:0")
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := srv.Start(l); err != nil {
+			log.Fatal(err)
+		}
+		addrs = append(addrs, l.Addr().String())
+	}
+	target := "static:///" + strings.Join(addrs, ",") // or "dns:///svc.ns.svc.cluster.local:7000"
+
+	c, err := dispatch.Dial(ctx, tr, target,
+		dispatch.WithResolver(resolver.Default),                    // dns:/// and static:/// targets
+		dispatch.WithBalancer(dispatch.LeastLoaded),                // or RoundRobin, the default
+		dispatch.WithShortcut(dispatch.ShortcutCopy),               // local-first: a replica in this process
+		dispatch.WithIdempotent("Arith.Multiply"),                  // may be retried after a failed connection
+		dispatch.WithReplicaCheck(health.Checker(""), time.Second)) // skip replicas not serving
 	if err != nil {
 		log.Fatal(err)
 	}
