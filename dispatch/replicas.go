@@ -276,9 +276,21 @@ func (s *replicaSet) twoChoices(list, tried []*replica, now int64) *replica {
 	return a
 }
 
-// call makes a call on the replicas: on one, then, as the failure allows,
-// on others.
+// call makes a call on the replicas.
 func (s *replicaSet) call(ctx context.Context, name string, args, reply any, info *CallInfo) error {
+	return s.try(ctx, s.opts.idempotent[name], func(r *replica) error {
+		if info != nil {
+			info.RemoteAddr = r.c.remote
+		}
+		return s.attempt(ctx, r, name, args, reply, info)
+	})
+}
+
+// try runs attempt on a replica that pick chooses, then, as its failure
+// allows, on others: always when it cannot have reached a handler, and
+// when it may have, only for an idempotent call within the budget. It
+// returns the last attempt's error, or why there was no replica to try.
+func (s *replicaSet) try(ctx context.Context, idempotent bool, attempt func(r *replica) error) error {
 	var triedBuf [4]*replica
 	tried := triedBuf[:0]
 	var last error
@@ -290,10 +302,7 @@ func (s *replicaSet) call(ctx context.Context, name string, args, reply any, inf
 			}
 			return last
 		}
-		if info != nil {
-			info.RemoteAddr = r.c.remote
-		}
-		err := s.attempt(ctx, r, name, args, reply, info)
+		err := attempt(r)
 		retry := s.outcome(r, err)
 		if err == nil {
 			return nil
@@ -306,7 +315,7 @@ func (s *replicaSet) call(ctx context.Context, name string, args, reply any, inf
 		case retryNever:
 			return err
 		case retryIfIdempotent:
-			if !s.opts.idempotent[name] || !s.budget.allow() {
+			if !idempotent || !s.budget.allow() {
 				return err
 			}
 		}

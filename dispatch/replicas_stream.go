@@ -10,33 +10,24 @@ import (
 // another replica only when it could not be opened at all (its replica
 // could not be reached); once open, what becomes of it is its replica's.
 func (s *replicaSet) openStream(ctx context.Context, name string, in, out reflect.Type) (callerEnd, error) {
-	var triedBuf [4]*replica
-	tried := triedBuf[:0]
-	var last error
-	for {
-		r := s.pick(tried)
-		if r == nil {
-			if last == nil {
-				last = s.noReplicas()
-			}
-			return nil, last
-		}
+	var opened callerEnd
+	err := s.try(ctx, false, func(r *replica) error {
 		r.begin()
 		end, err := s.openOn(ctx, r, name, in, out)
 		if f, ok := end.(failedEnd); ok && f.err == errShuttingDown {
-			end, err = nil, f.err // refused before any handler ran: go elsewhere
+			err = f.err // refused before any handler ran: go elsewhere
 		}
-		if err == nil {
-			s.succeeded(r)
-			return &endHooked{callerEnd: end, end: r.streamEnded()}, nil
+		if err != nil {
+			r.end()
+			return err
 		}
-		r.end()
-		last = err
-		if ctx.Err() != nil || s.outcome(r, err) != retryAlways {
-			return nil, err
-		}
-		tried = append(tried, r)
+		opened = &endHooked{callerEnd: end, end: r.streamEnded()}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return opened, nil
 }
 
 func (s *replicaSet) openOn(ctx context.Context, r *replica, name string, in, out reflect.Type) (callerEnd, error) {
