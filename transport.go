@@ -77,6 +77,19 @@ type Socket interface {
 	SetWriteDeadline(t time.Time) error
 }
 
+// AsyncSender is a Socket that can take a message to write soon and return
+// at once, so that messages sent one after another while a write is under
+// way go out together, in one write: what makes a stream of small messages
+// cost about what its bytes cost rather than a system call each. Messages
+// sent with Send and SendAsync go out in the order of the calls. m may be
+// reused when SendAsync returns. A message over the frame limit fails at
+// once with ErrFrameTooLarge; a later failure of the write closes the
+// Socket, and Recv then reports it. The caller bounds what it sends this
+// way (dispatch's streams by their windows): the Socket holds it all.
+type AsyncSender interface {
+	SendAsync(m *Message) error
+}
+
 // Listener yields the Sockets that peers dial.
 type Listener interface {
 	// Accept waits for and returns the next Socket. After Close it returns an

@@ -44,6 +44,11 @@ type clientConn struct {
 	err     error // why the connection ended; nil while it works
 	done    chan struct{}
 
+	// async is sock's SendAsync, when it has one: stream messages go
+	// through it, so that a stream of small messages is written in
+	// batches (BenchmarkStream).
+	async transport.AsyncSender
+
 	// drained is set when the server said it is shutting down (WIRE.md,
 	// Drain): new calls are refused here as the server would refuse them,
 	// and never sent, so that the server can close the connection without
@@ -96,6 +101,7 @@ func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger) *clie
 		streams: make(map[uint64]*clientStream),
 		done:    make(chan struct{}),
 	}
+	cc.async, _ = sock.(transport.AsyncSender)
 	go cc.readLoop()
 	return cc
 }

@@ -50,6 +50,11 @@ type serverConn struct {
 	// shedding asks the reader to drop it (quiet).
 	bigBody, shedding atomic.Bool
 
+	// async is sock's SendAsync, when it has one: a stream handler's
+	// messages go through it, so that they are written in batches
+	// (BenchmarkStream).
+	async transport.AsyncSender
+
 	// drained is closed when the peer acknowledges the Drain notice: it
 	// will send no new call, so closing the connection loses none.
 	drained     chan struct{}

@@ -134,10 +134,16 @@ func (st *serverStream) send(m any) error {
 	}
 	c := st.call.conn
 	st.msg.Body = body
-	n := int64(len(body))
-	c.bytes.Add(n)
-	err = c.sendBounded(&st.msg)
-	c.bytes.Add(-n)
+	if c.async != nil {
+		// Queued, and written with whatever else is queued; the window
+		// bounds what the queue holds of this stream.
+		err = c.async.SendAsync(&st.msg)
+	} else {
+		n := int64(len(body))
+		c.bytes.Add(n)
+		err = c.sendBounded(&st.msg)
+		c.bytes.Add(-n)
+	}
 	st.msg.Body = nil
 	if err != nil {
 		st.out.unacquire(len(body))
@@ -391,6 +397,20 @@ func (cc *clientConn) writeOpen(ctx context.Context, m *transport.Message) error
 	return cc.writeLocked(ctx, m)
 }
 
+// post queues a stream message to be written with whatever else is
+// queued (transport.AsyncSender). It needs no send lock: the socket keeps
+// the order of its sends, and queuing never waits for the peer. A failure
+// of the socket fails the connection.
+func (cc *clientConn) post(m *transport.Message) error {
+	err := cc.async.SendAsync(m)
+	if err == nil || isFrameTooLarge(err) {
+		return err
+	}
+	cc.fail(connFailed(err))
+	cc.sock.Close()
+	return cc.failure()
+}
+
 // writeFrame sends m under the send lock, as a call's request goes. A
 // failure that leaves the connection in doubt fails the connection.
 func (cc *clientConn) writeFrame(ctx context.Context, m *transport.Message) error {
@@ -527,7 +547,11 @@ func (s *clientStream) send(m any) error {
 	}
 	s.sendMsg.Header[rpcwire.Stream] = rpcwire.StreamMsg
 	s.sendMsg.Body = body
-	err = s.cc.writeFrame(s.ctx, &s.sendMsg)
+	if s.cc.async != nil {
+		err = s.cc.post(&s.sendMsg)
+	} else {
+		err = s.cc.writeFrame(s.ctx, &s.sendMsg)
+	}
 	s.sendMsg.Body = nil
 	s.endWrite()
 	if err != nil {

@@ -46,18 +46,22 @@ type Socket struct {
 	// rawTCP is set when a write that wrote nothing can fail without
 	// spoiling the stream; over TLS or yamux a failed write always closes.
 	rawTCP bool
+	// q orders and coalesces writes (SendAsync).
+	q sendQueue
 }
 
 // NewSocket returns a Socket of frames over c, refusing frames larger than
 // max bytes in either direction.
 func NewSocket(c net.Conn, max int) *Socket {
 	_, raw := c.(*net.TCPConn)
-	return &Socket{
+	s := &Socket{
 		conn:   c,
 		max:    max,
 		r:      NewReader(bufio.NewReaderSize(c, readBufferSize), max),
 		rawTCP: raw,
 	}
+	s.q.init()
+	return s
 }
 
 // WithFrameTimeout bounds the rest of each frame: once its first byte has
@@ -84,7 +88,10 @@ func (s *Socket) TLS() (tls.ConnectionState, bool) {
 	return tls.ConnectionState{}, false
 }
 
-// Send writes m as one frame.
+// Send writes m as one frame, and returns once it is written. When a
+// write is under way, m waits in the queue and goes out with the frames
+// queued beside it, in one write; a failure of that write closes the
+// socket.
 func (s *Socket) Send(m *transport.Message) error {
 	if s.closed.Load() {
 		return transport.ErrClosed
@@ -93,6 +100,70 @@ func (s *Socket) Send(m *transport.Message) error {
 	if err != nil {
 		return err
 	}
+	q := &s.q
+	q.mu.Lock()
+	if q.err != nil {
+		q.mu.Unlock()
+		return q.err
+	}
+	if !q.claim() {
+		q.buf = append(s.appendHead(q.buf, m, hl), m.Body...)
+		err := q.waitBatch(q.batch)
+		q.mu.Unlock()
+		return err
+	}
+	q.mu.Unlock()
+	err = s.send(m, hl)
+	// What queued meanwhile goes now; if this write closed the socket, it
+	// fails with it.
+	q.drain(s.writeQueued)
+	return err
+}
+
+// SendAsync queues m as one frame and returns at once
+// (transport.AsyncSender): it goes out with whatever else is queued when
+// the write under way ends, on a goroutine started here if none is
+// writing.
+func (s *Socket) SendAsync(m *transport.Message) error {
+	if s.closed.Load() {
+		return transport.ErrClosed
+	}
+	hl, err := Check(m, s.max)
+	if err != nil {
+		return err
+	}
+	q := &s.q
+	q.mu.Lock()
+	if q.err != nil {
+		q.mu.Unlock()
+		return q.err
+	}
+	q.buf = append(s.appendHead(q.buf, m, hl), m.Body...)
+	start := q.claim()
+	q.mu.Unlock()
+	if start {
+		go q.drain(s.writeQueued)
+	}
+	return nil
+}
+
+// writeQueued writes a batch of queued frames. Whatever its error, the
+// socket is closed: the batch may hold frames that SendAsync accepted, and
+// a stream missing one cannot go on.
+func (s *Socket) writeQueued(b []byte) error {
+	s.wmu.Lock()
+	_, err := s.conn.Write(b)
+	s.wmu.Unlock()
+	if err == nil {
+		return nil
+	}
+	mapped := s.mapErr("send", err)
+	s.Close()
+	return mapped
+}
+
+// send writes m as one frame at once.
+func (s *Socket) send(m *transport.Message, hl int) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	buf := s.appendHead(s.wbuf[:0], m, hl)
@@ -132,9 +203,19 @@ func (s *Socket) appendHead(b []byte, m *transport.Message, hl int) []byte {
 	return b
 }
 
+// sendFailure is the error of the queued write that closed the socket.
+func (s *Socket) sendFailure() error {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	return s.q.err
+}
+
 // Recv reads the next frame into m.
 func (s *Socket) Recv(m *transport.Message) error {
 	if s.closed.Load() {
+		if werr := s.sendFailure(); werr != nil {
+			return werr
+		}
 		return transport.ErrClosed
 	}
 	s.rmu.Lock()
@@ -149,6 +230,9 @@ func (s *Socket) Recv(m *transport.Message) error {
 	}
 	if err == io.EOF && !s.closed.Load() {
 		return io.EOF
+	}
+	if werr := s.sendFailure(); werr != nil {
+		return werr // a queued write failed and closed the socket: the cause
 	}
 	mapped := s.mapErr("recv", err)
 	if IsMidFrame(err) {
