@@ -10,7 +10,9 @@
 // BenchmarkUnary/<impl>/<size> makes one call at a time; BenchmarkParallel/<impl>
 // makes 16-byte calls from 64 goroutines sharing one client;
 // BenchmarkStream/<impl> (stream_test.go) makes one server-streaming call
-// of 10,000 16-byte messages per op.
+// of 10,000 16-byte messages per op; BenchmarkReplicas/<row>
+// (replicas_test.go) makes 16-byte calls one at a time through a Client of
+// a set of replicas, beside a Client of one address and gRPC's round_robin.
 package bench
 
 import (

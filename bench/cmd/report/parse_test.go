@@ -262,3 +262,57 @@ BenchmarkStream/floor-iterpull-2 	1152	 1000000 ns/op	 0.0008 allocs/msg	 100.0 
 		}
 	}
 }
+
+// TestReplicas checks the replica targets and the replicas table on canned
+// BenchmarkReplicas output (one sample each).
+func TestReplicas(t *testing.T) {
+	s, err := Parse(strings.NewReader(`BenchmarkReplicas/mux-one-2 	60000	 20000 ns/op	 300 B/op	 8 allocs/op
+BenchmarkReplicas/mux-3-roundrobin-2 	60000	 20400 ns/op	 320 B/op	 9 allocs/op
+BenchmarkReplicas/mux-3-leastloaded-2 	60000	 20600 ns/op	 320 B/op	 9 allocs/op
+BenchmarkReplicas/grpc-3-roundrobin-2 	20000	 60000 ns/op	 9000 B/op	 170 allocs/op
+BenchmarkReplicas/shortcut-one-2 	3000000	 400 ns/op	 112 B/op	 3 allocs/op
+BenchmarkReplicas/shortcut-local-first-2 	3000000	 500 ns/op	 112 B/op	 3 allocs/op
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Outcome{}
+	for _, o := range Evaluate(s) {
+		got[o.Target.String()] = o
+	}
+	for _, c := range []struct {
+		target string
+		met    bool
+		value  float64
+	}{
+		{"mux-3-roundrobin ≤ 1.05× mux-one (replicas ns/op)", true, 1.02},
+		{"mux-3-roundrobin ≤ 0.5× grpc-3-roundrobin (replicas ns/op)", true, 0.34},
+		{"shortcut-local-first ≤ 1.2× shortcut-one (replicas ns/op)", false, 1.25},
+	} {
+		o, found := got[c.target]
+		if !found {
+			t.Errorf("no target %q", c.target)
+			continue
+		}
+		if !o.OK || o.Met != c.met || o.Value < c.value-1e-9 || o.Value > c.value+1e-9 {
+			t.Errorf("%s: OK %v Met %v Value %v; want true %v %v", c.target, o.OK, o.Met, o.Value, c.met, c.value)
+		}
+	}
+
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, s, Machine{Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## Replicas: 16B calls to a set of replicas",
+		"| impl | ns/op | B/op | allocs/op | ÷ mux-one | ÷ grpc-3-roundrobin | ÷ shortcut-one |",
+		"| mux-3-roundrobin | 20,400 | 320 | 9 | 1.02× | 0.34× | 51× |",
+		"| shortcut-local-first | 500 | 112 | 3 | 0.025× | 0.0083× | 1.25× |",
+		"| mux-3-roundrobin ≤ 1.05× mux-one (replicas ns/op) | 1.02× | met |",
+		"| shortcut-local-first ≤ 1.2× shortcut-one (replicas ns/op) | 1.25× | **missed** |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+}

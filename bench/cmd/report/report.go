@@ -79,14 +79,30 @@ var streams = []string{
 // the peers and the floor the stream targets name.
 var streamRefs = []string{"grpc-inproc", "grpc-bufconn", "grpc-tcp", "floor-iterpull"}
 
+// replicas lists the rows of BenchmarkReplicas in its order.
+var replicas = []string{
+	"mux-one",
+	"mux-3-roundrobin",
+	"mux-3-leastloaded",
+	"grpc-3-roundrobin",
+	"shortcut-one",
+	"shortcut-local-first",
+}
+
+// replicaRefs are the rows the replicas table divides every row's ns/op by:
+// the baselines of one address and gRPC's balancer, which the replica
+// targets name.
+var replicaRefs = []string{"mux-one", "grpc-3-roundrobin", "shortcut-one"}
+
 func unaryName(impl, size string) string { return "Unary/" + impl + "/" + size }
 func parallelName(impl string) string    { return "Parallel/" + impl }
 func streamName(impl string) string      { return "Stream/" + impl }
+func replicaName(impl string) string     { return "Replicas/" + impl }
 
 // Target is one goal: the median of Impl in Unit (at Size, in
 // BenchmarkParallel when Size is "parallel", in BenchmarkStream when Size is
-// "stream"), divided by Ref's median when Ref is set, compared with Limit by
-// Op.
+// "stream", in BenchmarkReplicas when Size is "replicas"), divided by Ref's
+// median when Ref is set, compared with Limit by Op.
 type Target struct {
 	Impl, Ref, Size, Unit string
 	Op                    string // "<=" or ">="
@@ -118,6 +134,9 @@ var targets = []Target{
 	{"zerodial-memory", "", "stream", "allocs/msg", "<=", 2},
 	{"zerodial-tcp", "", "stream", "allocs/msg", "<=", 2},
 	{"zerodial-mux", "", "stream", "allocs/msg", "<=", 2},
+	{"mux-3-roundrobin", "mux-one", "replicas", "ns/op", "<=", 1.05},
+	{"mux-3-roundrobin", "grpc-3-roundrobin", "replicas", "ns/op", "<=", 0.5},
+	{"shortcut-local-first", "shortcut-one", "replicas", "ns/op", "<=", 1.2},
 }
 
 func (t Target) bench(impl string) string {
@@ -126,6 +145,8 @@ func (t Target) bench(impl string) string {
 		return parallelName(impl)
 	case "stream":
 		return streamName(impl)
+	case "replicas":
+		return replicaName(impl)
 	}
 	return unaryName(impl, t.Size)
 }
@@ -276,6 +297,24 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 			cell(s, name, "ns/op"), cell(s, name, "ns/msg"), cell(s, name, "allocs/msg"), cell(s, name, "B/op"))
 		for _, r := range streamRefs {
 			p(" %s |", ratioCell(s, name, streamName(r), "ns/op"))
+		}
+		p("\n")
+	}
+
+	p("\n## Replicas: 16B calls to a set of replicas\n\n")
+	p("One 16B call at a time through a Client of three replicas (`dispatch.WithResolver`), beside a Client of one address ")
+	p("and gRPC's round_robin over three backends (see ../README.md). The last columns divide ns/op by that of a ")
+	p("baseline (below 1: faster).\n\n")
+	p("| impl | ns/op | B/op | allocs/op |")
+	for _, r := range replicaRefs {
+		p(" ÷ %s |", r)
+	}
+	p("\n| --- | ---: | ---: | ---: |%s\n", strings.Repeat(" ---: |", len(replicaRefs)))
+	for _, im := range replicas {
+		name := replicaName(im)
+		p("| %s | %s | %s | %s |", im, cell(s, name, "ns/op"), cell(s, name, "B/op"), cell(s, name, "allocs/op"))
+		for _, r := range replicaRefs {
+			p(" %s |", ratioCell(s, name, replicaName(r), "ns/op"))
 		}
 		p("\n")
 	}
