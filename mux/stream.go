@@ -131,6 +131,12 @@ type streamConn struct {
 
 	// recvd counts bytes read since the receive buffer was last released.
 	recvd int
+	// written counts the bytes Write has reported written. Calls to Write
+	// are serial (frame.Socket's write lock), which the count relies on.
+	written uint64
+	// sent counts the payload bytes of the stream's data frames that the
+	// connection took (tracker.wrote); the tracker's wmu.
+	sent uint64
 }
 
 // shrinkAfter is how many bytes a stream reads before, on draining its
@@ -229,10 +235,35 @@ func (c *streamConn) Write(b []byte) (int, error) {
 		return 0, os.ErrDeadlineExceeded
 	}
 	n, err := c.st.Write(b)
+	if err != nil && (c.dead.Load() || errors.Is(err, yamux.ErrSessionShutdown)) {
+		n = c.wentOut(n, len(b))
+		if n == len(b) {
+			err = nil
+		}
+	}
+	c.written += uint64(n)
 	if err != nil {
 		err = c.writeErr(err)
 	}
 	return n, err
+}
+
+// wentOut returns how many of the size bytes of a Write that yamux failed
+// with n written, its session having shut down, the connection took in
+// fact.
+//
+// yamux can fail a write whose frame went out: the writer waits for the
+// send loop's result and for the session's shutdown in one select, and when
+// the peer answers the frame by closing the connection (a server that
+// shuts down once the last frame of a stream is in, say), both are ready
+// and either may win. A Send reported failed that the peer received and
+// acted on misleads the caller (the frame is not lost, and the end of the
+// stream follows it), so the tracker's count of what went out decides.
+func (c *streamConn) wentOut(n, size int) int {
+	if sent := c.t.settledSent(c); sent > c.written {
+		n = max(n, int(min(sent-c.written, uint64(size))))
+	}
+	return n
 }
 
 func (c *streamConn) writeErr(err error) error {

@@ -45,6 +45,14 @@ type tracker struct {
 	// tls is the session's connection when it is TLS, for the streams'
 	// TLS state; set before any stream exists.
 	tls *tls.Conn
+
+	// wmu is held by tapConn across each write of a data frame and the
+	// count of its payload (streamConn.sent), and connClosed is closed once
+	// the connection is: together they let a stream learn, once its session
+	// has died, exactly what of its data went out (settledSent).
+	wmu        sync.Mutex
+	connClosed chan struct{}
+	closeOnce  sync.Once
 }
 
 // flow is what the tracker knows of one stream. It is forgotten once both
@@ -55,7 +63,7 @@ type flow struct {
 }
 
 func newTracker() *tracker {
-	return &tracker{flows: make(map[uint32]*flow)}
+	return &tracker{flows: make(map[uint32]*flow), connClosed: make(chan struct{})}
 }
 
 // attach ties c to its stream's flow and tells it at once if the peer has
@@ -106,6 +114,35 @@ func (t *tracker) markDead(cause error) {
 			f.conn.sessionDied(cause)
 		}
 	}
+}
+
+// wrote records n payload bytes of a data frame of stream id that the
+// connection took; tapConn calls it with wmu held. The count goes to the
+// stream itself, not its flow, which its close may forget (both ends' FIN)
+// before the stream asks (settledSent). A stream not handed out, or reset
+// by the peer, has nobody to ask.
+func (t *tracker) wrote(id uint32, n int) {
+	if n <= 0 {
+		return
+	}
+	t.mu.Lock()
+	if f := t.flows[id]; f != nil && f.conn != nil {
+		f.conn.sent += uint64(n)
+	}
+	t.mu.Unlock()
+}
+
+// settledSent returns, once the connection is closed and no write of it is
+// under way, how many payload bytes of c's data frames it took: from then
+// on nothing more can go out, so the count is final. It must be called
+// only once the session is shutting down (markDead has run, or yamux
+// reports the session shut down), as yamux closes the connection straight
+// after: the wait is short.
+func (t *tracker) settledSent(c *streamConn) uint64 {
+	<-t.connClosed
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return c.sent
 }
 
 // isDead reports whether markDead has run.
@@ -343,7 +380,9 @@ func (c *tapConn) Write(b []byte) (int, error) {
 // tracker is told first.
 func (c *tapConn) Close() error {
 	c.t.markDead(nil)
-	return c.Conn.Close()
+	err := c.Conn.Close()
+	c.t.closeOnce.Do(func() { close(c.t.connClosed) })
+	return err
 }
 
 // maxJoined bounds the buffer kept for joining header and body over TLS.
@@ -356,6 +395,8 @@ func (c *tapConn) writeJoined(b []byte) (int, error) {
 	// Seen before they are written, as in Write.
 	c.out.scan(c.held[:], c.outSeen)
 	c.out.scan(b, c.outSeen)
+	c.t.wmu.Lock()
+	defer c.t.wmu.Unlock()
 	var n int64
 	var err error
 	if c.rawTCP {
@@ -374,6 +415,7 @@ func (c *tapConn) writeJoined(b []byte) (int, error) {
 	}
 	h := min(n, hdrLen)
 	body := int(n - h)
+	c.t.wrote(binary.BigEndian.Uint32(c.held[4:8]), body)
 	if err == nil && h < hdrLen {
 		err = io.ErrShortWrite
 	}
