@@ -1,8 +1,10 @@
 // Command report runs the benchmarks of the bench module, takes the median
 // of each measurement over -count runs, and writes docs/bench.md (machine,
 // medians, ratios to peers and floors, targets met or missed),
-// docs/bench.svg (a bar chart of ns/op at 16B) and docs/bench.txt (go
-// test's raw output, for benchstat). Run it from the bench directory:
+// docs/bench.svg (a bar chart of ns/op at 16B), docs/concurrency.svg
+// (calls/s against concurrent callers) and docs/bench.txt (go test's raw
+// output, for benchstat). BenchmarkIdle runs in a pass of its own, once per
+// -count, with -idle-conns connections per row. Run it from the bench directory:
 //
 //	go run ./cmd/report                 # -count 5, go test's default -benchtime
 //	go run ./cmd/report -count 10 -benchtime 2s
@@ -22,6 +24,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -34,7 +37,8 @@ func main() {
 	bench := flag.String("bench", ".", "go test -bench pattern")
 	timeout := flag.Duration("timeout", 80*time.Minute, "go test -timeout for the whole run")
 	in := flag.String("in", "", "parse this saved go test output instead of running the benchmarks")
-	out := flag.String("out", "", "directory for bench.md, bench.svg and bench.txt (default: the bench module's docs)")
+	out := flag.String("out", "", "directory for bench.md, bench.svg, concurrency.svg and bench.txt (default: the bench module's docs)")
+	idleConns := flag.Int("idle-conns", 10000, "connections per row of BenchmarkIdle, run apart with -benchtime 1x")
 	flag.Parse()
 	if *count < 1 {
 		fail(errors.New("-count must be at least 1"))
@@ -59,15 +63,30 @@ func main() {
 		}
 		command = "(saved output " + filepath.Base(*in) + ")"
 	} else {
-		args := []string{"test", "-run", "^$", "-bench", *bench, "-benchmem", "-count", strconv.Itoa(*count), "-timeout", timeout.String()}
+		// Every benchmark but BenchmarkIdle, with -benchtime as given; then
+		// BenchmarkIdle, whose op is a round of opening and closing
+		// -idle-conns connections, once per -count (-benchtime 1x).
+		args := []string{"test", "-run", "^$", "-bench", *bench, "-skip", "^BenchmarkIdle$", "-benchmem", "-count", strconv.Itoa(*count), "-timeout", timeout.String()}
 		if *benchtime != "" {
 			args = append(args, "-benchtime", *benchtime)
 		}
 		args = append(args, ".")
 		command = "go " + strings.Join(args, " ")
 		fmt.Fprintln(os.Stderr, command)
-		if raw, err = runGo(ctx, dir, args); err != nil {
+		if raw, err = runGo(ctx, dir, args, nil); err != nil {
 			fail(err)
+		}
+		if pat, ok := idlePattern(*bench); ok {
+			env := fmt.Sprintf("%s=%d", idleConnsEnv, *idleConns)
+			args := []string{"test", "-run", "^$", "-bench", pat, "-benchmem", "-count", strconv.Itoa(*count), "-benchtime", "1x", "-timeout", timeout.String(), "."}
+			idleCommand := env + " go " + strings.Join(args, " ")
+			fmt.Fprintln(os.Stderr, idleCommand)
+			more, err := runGo(ctx, dir, args, []string{env})
+			if err != nil {
+				fail(err)
+			}
+			raw = append(raw, more...)
+			command += "; " + idleCommand
 		}
 		// Configuration lines, which benchstat reads as such, so that a
 		// report redone with -in says what was run and when.
@@ -95,14 +114,17 @@ func main() {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail(err)
 	}
-	var md, svg bytes.Buffer
+	var md, svg, csvg bytes.Buffer
 	if err := WriteMarkdown(&md, set, m); err != nil {
 		fail(err)
 	}
 	if err := WriteSVG(&svg, set, "16B"); err != nil {
 		fail(err)
 	}
-	for name, data := range map[string][]byte{"bench.md": md.Bytes(), "bench.svg": svg.Bytes(), "bench.txt": raw} {
+	if err := WriteConcurrencySVG(&csvg, set); err != nil {
+		fail(err)
+	}
+	for name, data := range map[string][]byte{"bench.md": md.Bytes(), "bench.svg": svg.Bytes(), "concurrency.svg": csvg.Bytes(), "bench.txt": raw} {
 		if *in != "" && name == "bench.txt" {
 			continue
 		}
@@ -142,11 +164,36 @@ func moduleDir(ctx context.Context) (string, error) {
 	return dir, nil
 }
 
-// runGo runs the go command in dir, copying its output to standard error as
-// it comes, and returns its standard output.
-func runGo(ctx context.Context, dir string, args []string) ([]byte, error) {
+// idleConnsEnv is the environment variable BenchmarkIdle takes its number
+// of connections from.
+const idleConnsEnv = "ZERODIAL_BENCH_IDLE_CONNS"
+
+// idlePattern returns the -bench pattern of the BenchmarkIdle pass: the
+// user's pattern with its first element (go test splits a pattern at
+// slashes and matches each element against one level of names) replaced by
+// ^BenchmarkIdle$, and false when that first element does not match
+// BenchmarkIdle, so that the pass would run nothing.
+func idlePattern(bench string) (string, bool) {
+	first, rest, more := strings.Cut(bench, "/")
+	re, err := regexp.Compile(first)
+	if err != nil || !re.MatchString("BenchmarkIdle") {
+		return "", false
+	}
+	if more {
+		return "^BenchmarkIdle$/" + rest, true
+	}
+	return "^BenchmarkIdle$", true
+}
+
+// runGo runs the go command in dir, with env added to the environment,
+// copying its output to standard error as it comes, and returns its
+// standard output.
+func runGo(ctx context.Context, dir string, args, env []string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stderr = os.Stderr
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw

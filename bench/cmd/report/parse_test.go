@@ -316,3 +316,161 @@ BenchmarkReplicas/shortcut-local-first-2 	3000000	 500 ns/op	 112 B/op	 3 allocs
 		}
 	}
 }
+
+// TestConcurrency checks the concurrency tables and chart on canned
+// BenchmarkConcurrency output.
+func TestConcurrency(t *testing.T) {
+	s, err := Parse(strings.NewReader(`BenchmarkConcurrency/zerodial-mux/callers=1-2 	2000	 76260 ns/op	 13113 calls/s	 86218 cpu-ns/op	 68238 p50-ns	 183444 p99-ns	 512 B/op	 8 allocs/op
+BenchmarkConcurrency/zerodial-mux/callers=1-2 	2000	 70000 ns/op	 14000 calls/s	 80000 cpu-ns/op	 60000 p50-ns	 150000 p99-ns	 512 B/op	 8 allocs/op
+BenchmarkConcurrency/zerodial-mux/callers=1024-2 	2000	 27098 ns/op	 36902 calls/s	 52519 cpu-ns/op	 17064959 p50-ns	 22141489 p99-ns	 1046 B/op	 13 allocs/op
+BenchmarkConcurrency/grpc-tcp/callers=64-2 	2000	 116002 ns/op	 8621 calls/s	 107852 cpu-ns/op	 6125676 p50-ns	 19221322 p99-ns	 8737 B/op	 139 allocs/op
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := s.Median("Concurrency/zerodial-mux/callers=1", "calls/s"); !ok || got != 13556.5 {
+		t.Errorf("Median calls/s = %v, %v; want 13556.5", got, ok)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, s, Machine{Count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## Concurrency: 16B calls/s against callers sharing one client",
+		"| impl | 1 | 4 | 16 | 64 | 256 | 1024 |",
+		"| zerodial-mux | 13,557 | — | — | — | — | 36,902 |",
+		"| grpc-tcp | — | — | — | 8,621 | — | — |",
+		"| zerodial-mux | 64.1 µs / 167 µs | — | — | — | — | 17.1 ms / 22.1 ms |",
+		"| zerodial-mux | 83,109 | — | — | — | — | 52,519 |",
+		"| zerodial-copy | — | — | — | — | — | — |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+	var svg bytes.Buffer
+	if err := WriteConcurrencySVG(&svg, s); err != nil {
+		t.Fatal(err)
+	}
+	out := svg.String()
+	for _, want := range []string{
+		"<svg ", "</svg>\n",
+		"zerodial-mux, 1024 callers: 36,902 calls/s",
+		"grpc-tcp, 64 callers: 8,621 calls/s",
+		"zerodial-copy (no data)",
+		"<polyline",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("concurrency SVG lacks %q:\n%s", want, out)
+		}
+	}
+	// An empty set still draws a chart.
+	svg.Reset()
+	if err := WriteConcurrencySVG(&svg, &Set{}); err != nil || !strings.HasSuffix(svg.String(), "</svg>\n") {
+		t.Errorf("empty chart: %v\n%s", err, svg.String())
+	}
+}
+
+// TestIdle checks the idle targets and table on canned BenchmarkIdle
+// output.
+func TestIdle(t *testing.T) {
+	s, err := Parse(strings.NewReader(`BenchmarkIdle/zerodial-tcp-2 	1	 145258368 ns/op	 1.000 client-goroutines/conn	 10000 conns	 2.010 goroutines/conn	 40567 heap-B/conn	 1.010 server-goroutines/conn	 8028 stack-B/conn
+BenchmarkIdle/zerodial-mux-streams-2 	1	 103940252 ns/op	 1.020 client-goroutines/conn	 10000 conns	 2.055 goroutines/conn	 10000 heap-B/conn	 1.035 server-goroutines/conn	 10486 stack-B/conn
+BenchmarkIdle/grpc-tcp-2 	1	 234837181 ns/op	 5.000 client-goroutines/conn	 10000 conns	 8.000 goroutines/conn	 24000 heap-B/conn	 3.000 server-goroutines/conn	 28508 stack-B/conn
+BenchmarkIdle/floor-yamux-streams-2 	1	 81165385 ns/op	 0 client-goroutines/conn	 10000 conns	 0.0006 goroutines/conn	 2838 heap-B/conn	 0 server-goroutines/conn	 163.8 stack-B/conn
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Outcome{}
+	for _, o := range Evaluate(s) {
+		got[o.Target.String()] = o
+	}
+	for _, c := range []struct {
+		target  string
+		ok, met bool
+		value   float64
+	}{
+		{"zerodial-tcp ≤ 0.5× grpc-tcp (idle heap-B/conn)", true, false, 40567.0 / 24000},
+		{"zerodial-mux-streams ≤ 0.5× grpc-tcp (idle heap-B/conn)", true, true, 10000.0 / 24000},
+		{"zerodial-mux ≤ 0.5× grpc-tcp (idle heap-B/conn)", false, false, 0},
+		{"zerodial-mux-streams goroutines/conn ≤ floor-yamux-streams + 0.01 (idle)", true, false, 2.055 - 0.0006},
+	} {
+		o, found := got[c.target]
+		if !found {
+			t.Errorf("no target %q", c.target)
+			continue
+		}
+		if o.OK != c.ok || o.Met != c.met || (c.ok && (o.Value < c.value-1e-9 || o.Value > c.value+1e-9)) {
+			t.Errorf("%s: OK %v Met %v Value %v; want %v %v %v", c.target, o.OK, o.Met, o.Value, c.ok, c.met, c.value)
+		}
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, s, Machine{Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## Idle cost: what an open, idle connection holds",
+		"| impl | conns | heap-B/conn | stack-B/conn | heap+stack | goroutines/conn | client | server | ÷ grpc-tcp |",
+		"| zerodial-tcp | 10,000 | 40,567 | 8,028 | 48,595 | 2.01 | 1 | 1.01 | 1.69× |",
+		"| floor-yamux-streams | 10,000 | 2,838 | 164 | 3,002 | 0.0006 | 0 | 0 | 0.12× |",
+		"| netrpc-tcp | — | — | — | — | — | — | — | — |",
+		"| zerodial-tcp ≤ 0.5× grpc-tcp (idle heap-B/conn) | 1.69× | **missed** |",
+		"| zerodial-mux-streams goroutines/conn ≤ floor-yamux-streams + 0.01 (idle) | +2.05 | **missed** |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+// TestCPU checks the cpu-ns/op columns and the CPU-per-call table.
+func TestCPU(t *testing.T) {
+	s, err := Parse(strings.NewReader(`BenchmarkUnary/zerodial-mux/16B-2 	10000	 20000 ns/op	 300 B/op	 8 allocs/op	 30000 cpu-ns/op
+BenchmarkUnary/netrpc-yamux/16B-2 	10000	 40000 ns/op	 678 B/op	 18 allocs/op	 50000 cpu-ns/op
+BenchmarkParallel/zerodial-mux-2 	20000	 9000 ns/op	 111111 calls/s	 17000 cpu-ns/op	 300 B/op	 6 allocs/op
+BenchmarkParallel/netrpc-yamux-2 	10000	 26000 ns/op	 38481 calls/s	 34000 cpu-ns/op	 673 B/op	 18 allocs/op
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, s, Machine{Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## CPU per call",
+		"| zerodial-mux | netrpc-yamux | 30,000 | 1.50 | 50,000 | 1.25 | 0.60× | 17,000 | 34,000 | 0.50× |",
+		"| zerodial-tcp | netrpc-tcp | — | — | — | — | — | — | — | — |",
+		"| zerodial-mux | 20,000 | 300 | 8 | 30,000 |",
+		"| zerodial-mux | 111,111 | 9,000 | 300 | 6 | 17,000 |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+func TestIdlePattern(t *testing.T) {
+	for in, want := range map[string]string{
+		".":                "^BenchmarkIdle$",
+		"Idle":             "^BenchmarkIdle$",
+		"Idle/zerodial":    "^BenchmarkIdle$/zerodial",
+		"Unary/.*/16B":     "",
+		"Stream":           "",
+		"(Unary|Idle)/tcp": "^BenchmarkIdle$/tcp",
+	} {
+		got, ok := idlePattern(in)
+		if ok != (want != "") || got != want {
+			t.Errorf("idlePattern(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
+
+func TestRateLabel(t *testing.T) {
+	for v, want := range map[float64]string{500: "500", 20000: "20k", 1500000: "1.5M", 2000: "2k"} {
+		if got := rateLabel(v); got != want {
+			t.Errorf("rateLabel(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -94,18 +94,53 @@ var replicas = []string{
 // targets name.
 var replicaRefs = []string{"mux-one", "grpc-3-roundrobin", "shortcut-one"}
 
+// concurrencyImpls lists the rows of BenchmarkConcurrency in its order, and
+// concurrencyCallers its points (callers sharing one client).
+var (
+	concurrencyImpls = []struct{ name, family string }{
+		{"zerodial-copy", "zerodial"},
+		{"zerodial-memory", "zerodial"},
+		{"zerodial-tcp", "zerodial"},
+		{"zerodial-mux", "zerodial"},
+		{"netrpc-yamux", "peer"},
+		{"msgpackrpc-yamux", "peer"},
+		{"grpc-tcp", "peer"},
+	}
+	concurrencyCallers = []int{1, 4, 16, 64, 256, 1024}
+)
+
+// idles lists the rows of BenchmarkIdle in its order.
+var idles = []string{
+	"zerodial-tcp",
+	"zerodial-mux",
+	"zerodial-mux-streams",
+	"netrpc-tcp",
+	"netrpc-yamux-streams",
+	"grpc-tcp",
+	"floor-yamux-streams",
+}
+
+// idleRef is the row the idle table divides heap-B/conn by.
+const idleRef = "grpc-tcp"
+
 func unaryName(impl, size string) string { return "Unary/" + impl + "/" + size }
-func parallelName(impl string) string    { return "Parallel/" + impl }
-func streamName(impl string) string      { return "Stream/" + impl }
-func replicaName(impl string) string     { return "Replicas/" + impl }
+func concurrencyName(impl string, callers int) string {
+	return fmt.Sprintf("Concurrency/%s/callers=%d", impl, callers)
+}
+func idleName(impl string) string     { return "Idle/" + impl }
+func parallelName(impl string) string { return "Parallel/" + impl }
+func streamName(impl string) string   { return "Stream/" + impl }
+func replicaName(impl string) string  { return "Replicas/" + impl }
 
 // Target is one goal: the median of Impl in Unit (at Size, in
 // BenchmarkParallel when Size is "parallel", in BenchmarkStream when Size is
-// "stream", in BenchmarkReplicas when Size is "replicas"), divided by Ref's
-// median when Ref is set, compared with Limit by Op.
+// "stream", in BenchmarkReplicas when Size is "replicas", in BenchmarkIdle
+// when Size is "idle"), divided by Ref's median when Ref is set, compared
+// with Limit by Op. Op "<=+" compares the difference instead: Impl's median
+// minus Ref's, at most Limit.
 type Target struct {
 	Impl, Ref, Size, Unit string
-	Op                    string // "<=" or ">="
+	Op                    string // "<=", ">=" or "<=+"
 	Limit                 float64
 }
 
@@ -137,6 +172,10 @@ var targets = []Target{
 	{"mux-3-roundrobin", "mux-one", "replicas", "ns/op", "<=", 1.05},
 	{"mux-3-roundrobin", "grpc-3-roundrobin", "replicas", "ns/op", "<=", 0.5},
 	{"shortcut-local-first", "shortcut-one", "replicas", "ns/op", "<=", 1.2},
+	{"zerodial-tcp", "grpc-tcp", "idle", "heap-B/conn", "<=", 0.5},
+	{"zerodial-mux", "grpc-tcp", "idle", "heap-B/conn", "<=", 0.5},
+	{"zerodial-mux-streams", "grpc-tcp", "idle", "heap-B/conn", "<=", 0.5},
+	{"zerodial-mux-streams", "floor-yamux-streams", "idle", "goroutines/conn", "<=+", 0.01},
 }
 
 func (t Target) bench(impl string) string {
@@ -147,13 +186,18 @@ func (t Target) bench(impl string) string {
 		return streamName(impl)
 	case "replicas":
 		return replicaName(impl)
+	case "idle":
+		return idleName(impl)
 	}
 	return unaryName(impl, t.Size)
 }
 
 // String describes the target: "zerodial-mux ≤ 0.8× netrpc-yamux (16B ns/op)".
 func (t Target) String() string {
-	op := map[string]string{"<=": "≤", ">=": "≥"}[t.Op]
+	op := map[string]string{"<=": "≤", ">=": "≥", "<=+": "≤"}[t.Op]
+	if t.Op == "<=+" {
+		return fmt.Sprintf("%s %s %s %s + %s (%s)", t.Impl, t.Unit, op, t.Ref, fmtNum(t.Limit), t.Size)
+	}
 	if t.Ref == "" {
 		return fmt.Sprintf("%s %s %s %s (%s)", t.Impl, t.Unit, op, fmtNum(t.Limit), t.Size)
 	}
@@ -174,7 +218,11 @@ func Evaluate(s *Set) []Outcome {
 	for _, t := range targets {
 		o := Outcome{Target: t}
 		v, ok := s.Median(t.bench(t.Impl), t.Unit)
-		if ok && t.Ref != "" {
+		if ok && t.Op == "<=+" {
+			var r float64
+			r, ok = s.Median(t.bench(t.Ref), t.Unit)
+			v -= r
+		} else if ok && t.Ref != "" {
 			var r float64
 			r, ok = s.Median(t.bench(t.Ref), t.Unit)
 			ok = ok && r > 0
@@ -182,7 +230,7 @@ func Evaluate(s *Set) []Outcome {
 		}
 		if ok {
 			o.Value, o.OK = v, true
-			if t.Op == "<=" {
+			if t.Op != ">=" {
 				o.Met = v <= t.Limit
 			} else {
 				o.Met = v >= t.Limit
@@ -233,6 +281,8 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 			p("| %s | no data | — |\n", o.Target)
 		case o.Ref == "":
 			p("| %s | %s | %s |\n", o.Target, fmtNum(o.Value), metWord(o.Met))
+		case o.Op == "<=+":
+			p("| %s | %s | %s |\n", o.Target, signed(o.Value), metWord(o.Met))
 		default:
 			p("| %s | %s× | %s |\n", o.Target, fmtRatio(o.Value), metWord(o.Met))
 		}
@@ -254,6 +304,10 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 		p("\n")
 	}
 
+	writeCPU(p, s)
+	writeConcurrency(p, s)
+	writeIdle(p, s)
+
 	p("\n## Instrumentation: what OpenTelemetry adds to a 16B call\n\n")
 	p("Each row with a span and a duration measurement on both ends and the trace context sent with the call ")
 	p("(otelzerodial's interceptors; otelgrpc's stats handlers for gRPC), beside the same row without; ")
@@ -269,18 +323,18 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 
 	for _, sz := range sizes {
 		p("\n## Unary, %s\n\n", sizeTitle(sz))
-		p("| impl | ns/op | B/op | allocs/op |\n| --- | ---: | ---: | ---: |\n")
+		p("| impl | ns/op | B/op | allocs/op | cpu-ns/op |\n| --- | ---: | ---: | ---: | ---: |\n")
 		for _, im := range impls {
 			name := unaryName(im.name, sz)
-			p("| %s | %s | %s | %s |\n", im.name, cell(s, name, "ns/op"), cell(s, name, "B/op"), cell(s, name, "allocs/op"))
+			p("| %s | %s | %s | %s | %s |\n", im.name, cell(s, name, "ns/op"), cell(s, name, "B/op"), cell(s, name, "allocs/op"), cell(s, name, "cpu-ns/op"))
 		}
 	}
 
 	p("\n## Parallel: 16B from 64 goroutines sharing one client\n\n")
-	p("| impl | calls/s | ns/op | B/op | allocs/op |\n| --- | ---: | ---: | ---: | ---: |\n")
+	p("| impl | calls/s | ns/op | B/op | allocs/op | cpu-ns/op |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, im := range impls {
 		name := parallelName(im.name)
-		p("| %s | %s | %s | %s | %s |\n", im.name, cell(s, name, "calls/s"), cell(s, name, "ns/op"), cell(s, name, "B/op"), cell(s, name, "allocs/op"))
+		p("| %s | %s | %s | %s | %s | %s |\n", im.name, cell(s, name, "calls/s"), cell(s, name, "ns/op"), cell(s, name, "B/op"), cell(s, name, "allocs/op"), cell(s, name, "cpu-ns/op"))
 	}
 
 	p("\n## Streams: 10,000 16B messages server→client\n\n")
@@ -320,6 +374,117 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeCPU writes the CPU-per-call table: each zerodial path's cpu-ns/op
+// at 16B, one caller and 64, beside its peer's.
+func writeCPU(p func(string, ...any), s *Set) {
+	p("\n## CPU per call\n\n")
+	p("User+system CPU time of the whole process (both ends, every goroutine, the GC) over the timed loop, per call ")
+	p("(getrusage; `cpu-ns/op`), for each zerodial path beside its natural peer: one call at a time at 16B (`Unary`), and ")
+	p("64 callers on one client (`Parallel`). *cores* is cpu-ns/op ÷ ns/op, how many cores a call keeps busy on average; ")
+	p("the ratio columns divide cpu-ns/op (below 1: zerodial burns less CPU per call).\n\n")
+	p("| path | peer | 16B cpu-ns/op | cores | peer cpu-ns/op | peer cores | ratio | parallel cpu-ns/op | peer | ratio |\n")
+	p("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, pa := range paths {
+		u, pu := unaryName(pa.impl, "16B"), unaryName(pa.peer, "16B")
+		par, ppar := parallelName(pa.impl), parallelName(pa.peer)
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", pa.impl, pa.peer,
+			cell(s, u, "cpu-ns/op"), coresCell(s, u), cell(s, pu, "cpu-ns/op"), coresCell(s, pu),
+			ratioCell(s, u, pu, "cpu-ns/op"),
+			cell(s, par, "cpu-ns/op"), cell(s, ppar, "cpu-ns/op"), ratioCell(s, par, ppar, "cpu-ns/op"))
+	}
+}
+
+// coresCell is median cpu-ns/op ÷ median ns/op of name, or "—".
+func coresCell(s *Set, name string) string {
+	c, ok1 := s.Median(name, "cpu-ns/op")
+	w, ok2 := s.Median(name, "ns/op")
+	if !ok1 || !ok2 || w <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", c/w)
+}
+
+// writeConcurrency writes the concurrency tables: calls/s, p50 / p99 and
+// cpu-ns/op of every row at every number of callers.
+func writeConcurrency(p func(string, ...any), s *Set) {
+	p("\n## Concurrency: 16B calls/s against callers sharing one client\n\n")
+	p("![calls/s against concurrent callers](concurrency.svg)\n\n")
+	p("n goroutines share one client and make the run's calls between them (`BenchmarkConcurrency`). ")
+	p("Latency is each call's own, from every call of the run (p50 / p99); cpu-ns/op is the process's CPU time per call.\n\n")
+	head := func(title string) {
+		p("%s\n\n| impl |", title)
+		for _, n := range concurrencyCallers {
+			p(" %d |", n)
+		}
+		p("\n| --- |%s\n", strings.Repeat(" ---: |", len(concurrencyCallers)))
+	}
+	head("calls/s:")
+	for _, im := range concurrencyImpls {
+		p("| %s |", im.name)
+		for _, n := range concurrencyCallers {
+			p(" %s |", cell(s, concurrencyName(im.name, n), "calls/s"))
+		}
+		p("\n")
+	}
+	p("\n")
+	head("Latency, p50 / p99:")
+	for _, im := range concurrencyImpls {
+		p("| %s |", im.name)
+		for _, n := range concurrencyCallers {
+			name := concurrencyName(im.name, n)
+			p50, ok1 := s.Median(name, "p50-ns")
+			p99, ok2 := s.Median(name, "p99-ns")
+			if !ok1 || !ok2 {
+				p(" — |")
+				continue
+			}
+			p(" %s / %s |", durationLabel(p50), durationLabel(p99))
+		}
+		p("\n")
+	}
+	p("\n")
+	head("CPU per call, cpu-ns/op:")
+	for _, im := range concurrencyImpls {
+		p("| %s |", im.name)
+		for _, n := range concurrencyCallers {
+			p(" %s |", cell(s, concurrencyName(im.name, n), "cpu-ns/op"))
+		}
+		p("\n")
+	}
+}
+
+// writeIdle writes the idle-cost table.
+func writeIdle(p func(string, ...any), s *Set) {
+	p("\n## Idle cost: what an open, idle connection holds\n\n")
+	p("`BenchmarkIdle`: conns connections from clients of this process to one server of this process, one 16B call made on each, ")
+	p("then left idle. Per connection: the live heap (after GC) and goroutine stacks they added, both ends together (one process; ")
+	p("kernel buffers not counted), and the goroutines they added, in all and by the end that started them. ")
+	p("`÷ %s` divides heap-B/conn (below 1: less heap than gRPC's).\n\n", idleRef)
+	p("| impl | conns | heap-B/conn | stack-B/conn | heap+stack | goroutines/conn | client | server | ÷ %s |\n", idleRef)
+	p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, im := range idles {
+		name := idleName(im)
+		total := "—"
+		h, ok1 := s.Median(name, "heap-B/conn")
+		st, ok2 := s.Median(name, "stack-B/conn")
+		if ok1 && ok2 {
+			total = fmtNum(h + st)
+		}
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", im, cell(s, name, "conns"),
+			cell(s, name, "heap-B/conn"), cell(s, name, "stack-B/conn"), total,
+			cell(s, name, "goroutines/conn"), cell(s, name, "client-goroutines/conn"), cell(s, name, "server-goroutines/conn"),
+			ratioCell(s, name, idleName(idleRef), "heap-B/conn"))
+	}
+}
+
+// signed prints v with its sign.
+func signed(v float64) string {
+	if v >= 0 {
+		return "+" + fmtNum(v)
+	}
+	return fmtNum(v)
 }
 
 func sizeTitle(sz string) string {
