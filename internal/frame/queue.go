@@ -65,7 +65,9 @@ func (q *sendQueue) drain(write func([]byte) error) {
 			q.spare = buf[:0]
 		}
 		if err != nil {
-			q.err = err
+			if q.err == nil {
+				q.err = err
+			}
 		} else {
 			q.done = n + 1
 		}

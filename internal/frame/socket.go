@@ -126,6 +126,9 @@ func (s *Socket) Send(m *transport.Message) error {
 // writing.
 func (s *Socket) SendAsync(m *transport.Message) error {
 	if s.closed.Load() {
+		if werr := s.sendFailure(); werr != nil {
+			return werr
+		}
 		return transport.ErrClosed
 	}
 	hl, err := Check(m, s.max)
@@ -158,6 +161,13 @@ func (s *Socket) writeQueued(b []byte) error {
 		return nil
 	}
 	mapped := s.mapErr("send", err)
+	// Recorded before the socket closes, so that whoever then finds it
+	// closed (Recv, a Send) is told why.
+	s.q.mu.Lock()
+	if s.q.err == nil {
+		s.q.err = mapped
+	}
+	s.q.mu.Unlock()
 	s.Close()
 	return mapped
 }
