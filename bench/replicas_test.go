@@ -29,6 +29,9 @@ import (
 //   - mux-one: a plain Client of one mux address, no shortcut: the
 //     zerodial-mux 16B row, measured here so that the ratios below come from
 //     one run.
+//   - mux-1-replica: a Client of replicas (dispatch.WithResolver) over one
+//     mux Server: the balancer's own cost beside mux-one, without the cost
+//     of taking the calls to three connections in turn.
 //   - mux-3-roundrobin, mux-3-leastloaded: a Client of replicas over three
 //     mux Servers of this process, each on its own 127.0.0.1:0 listener,
 //     with dispatch.RoundRobin or dispatch.LeastLoaded and no shortcut:
@@ -59,6 +62,7 @@ const replicaCount = 3
 // report's Replicas table.
 var replicaOrder = []string{
 	"mux-one",
+	"mux-1-replica",
 	"mux-3-roundrobin",
 	"mux-3-leastloaded",
 	"grpc-3-roundrobin",
@@ -70,13 +74,16 @@ var replicaOrder = []string{
 // caller, one shared Client; cleanups stop everything.
 var replicaRows = map[string]func(tb testing.TB) callFunc{
 	"mux-one": func(tb testing.TB) callFunc {
-		return muxReplicas(tb, 1, nil)
+		return muxReplicas(tb, 1, false, nil)
+	},
+	"mux-1-replica": func(tb testing.TB) callFunc {
+		return muxReplicas(tb, 1, true, nil)
 	},
 	"mux-3-roundrobin": func(tb testing.TB) callFunc {
-		return muxReplicas(tb, replicaCount, []dispatch.ClientOption{dispatch.WithBalancer(dispatch.RoundRobin)})
+		return muxReplicas(tb, replicaCount, true, []dispatch.ClientOption{dispatch.WithBalancer(dispatch.RoundRobin)})
 	},
 	"mux-3-leastloaded": func(tb testing.TB) callFunc {
-		return muxReplicas(tb, replicaCount, []dispatch.ClientOption{dispatch.WithBalancer(dispatch.LeastLoaded)})
+		return muxReplicas(tb, replicaCount, true, []dispatch.ClientOption{dispatch.WithBalancer(dispatch.LeastLoaded)})
 	},
 	"grpc-3-roundrobin": grpcRoundRobin,
 	"shortcut-one": func(tb testing.TB) callFunc {
@@ -144,8 +151,14 @@ func (c countDial) Dial(ctx context.Context, addr string) (transport.Socket, err
 // resolver.Static{addrs} otherwise. It returns the Client, closed by a
 // cleanup.
 func replicaClient(tb testing.TB, tr transport.Transport, addrs []string, opts ...dispatch.ClientOption) *dispatch.Client {
+	return dialReplicas(tb, tr, addrs, len(addrs) > 1, opts...)
+}
+
+// dialReplicas is replicaClient, with a Client of replicas even over one
+// address when fleet is set.
+func dialReplicas(tb testing.TB, tr transport.Transport, addrs []string, fleet bool, opts ...dispatch.ClientOption) *dispatch.Client {
 	target := addrs[0]
-	if len(addrs) > 1 {
+	if fleet {
 		target = "replicas"
 		opts = append([]dispatch.ClientOption{dispatch.WithResolver(resolver.Static{Addrs: addrs})}, opts...)
 	}
@@ -179,10 +192,11 @@ func callerOf(c *dispatch.Client) callFunc {
 }
 
 // muxReplicas serves n replicas over mux, each its own Server on its own
-// 127.0.0.1:0 listener, and dials them with no shortcut: with one, a plain
-// Client; with more, a Client of replicas with opts. Setup checks that
-// calls reach every replica, each over a socket of its own.
-func muxReplicas(tb testing.TB, n int, opts []dispatch.ClientOption) callFunc {
+// 127.0.0.1:0 listener, and dials them with no shortcut: a Client of
+// replicas with opts when fleet is set, else a plain Client of the one.
+// Setup checks that calls reach every replica, each over a socket of its
+// own.
+func muxReplicas(tb testing.TB, n int, fleet bool, opts []dispatch.ClientOption) callFunc {
 	tr := mux.New()
 	tb.Cleanup(func() { tr.Close() })
 	var addrs []string
@@ -195,7 +209,7 @@ func muxReplicas(tb testing.TB, n int, opts []dispatch.ClientOption) callFunc {
 		addrs = append(addrs, l.Addr().String())
 	}
 	dials := new(atomic.Int64)
-	c := replicaClient(tb, countDial{tr, dials}, addrs, opts...)
+	c := dialReplicas(tb, countDial{tr, dials}, addrs, fleet, opts...)
 	// Round-robin reaches every replica within n calls; least-loaded, with
 	// no call in flight, picks at random, so give it enough calls that
 	// missing one is as good as impossible.

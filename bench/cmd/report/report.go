@@ -82,6 +82,7 @@ var streamRefs = []string{"grpc-inproc", "grpc-bufconn", "grpc-tcp", "floor-iter
 // replicas lists the rows of BenchmarkReplicas in its order.
 var replicas = []string{
 	"mux-one",
+	"mux-1-replica",
 	"mux-3-roundrobin",
 	"mux-3-leastloaded",
 	"grpc-3-roundrobin",
