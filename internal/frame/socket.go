@@ -93,19 +93,11 @@ func (s *Socket) TLS() (tls.ConnectionState, bool) {
 // queued beside it, in one write; a failure of that write closes the
 // socket.
 func (s *Socket) Send(m *transport.Message) error {
-	if s.closed.Load() {
-		return transport.ErrClosed
-	}
-	hl, err := Check(m, s.max)
+	hl, err := s.admit(m)
 	if err != nil {
 		return err
 	}
 	q := &s.q
-	q.mu.Lock()
-	if q.err != nil {
-		q.mu.Unlock()
-		return q.err
-	}
 	if !q.claim() {
 		q.buf = append(s.appendHead(q.buf, m, hl), m.Body...)
 		err := q.waitBatch(q.batch)
@@ -120,27 +112,38 @@ func (s *Socket) Send(m *transport.Message) error {
 	return err
 }
 
+// admit checks the socket and m before m is written or queued: it returns
+// m's header length, with the queue's lock held, or why m cannot go — the
+// failed write that closed the socket, if one did.
+func (s *Socket) admit(m *transport.Message) (int, error) {
+	if s.closed.Load() {
+		if werr := s.sendFailure(); werr != nil {
+			return 0, werr
+		}
+		return 0, transport.ErrClosed
+	}
+	hl, err := Check(m, s.max)
+	if err != nil {
+		return 0, err
+	}
+	s.q.mu.Lock()
+	if err := s.q.err; err != nil {
+		s.q.mu.Unlock()
+		return 0, err
+	}
+	return hl, nil
+}
+
 // SendAsync queues m as one frame and returns at once
 // (transport.AsyncSender): it goes out with whatever else is queued when
 // the write under way ends, on a goroutine started here if none is
 // writing.
 func (s *Socket) SendAsync(m *transport.Message) error {
-	if s.closed.Load() {
-		if werr := s.sendFailure(); werr != nil {
-			return werr
-		}
-		return transport.ErrClosed
-	}
-	hl, err := Check(m, s.max)
+	hl, err := s.admit(m)
 	if err != nil {
 		return err
 	}
 	q := &s.q
-	q.mu.Lock()
-	if q.err != nil {
-		q.mu.Unlock()
-		return q.err
-	}
 	q.buf = append(s.appendHead(q.buf, m, hl), m.Body...)
 	start := q.claim()
 	q.mu.Unlock()
