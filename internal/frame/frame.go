@@ -65,11 +65,19 @@ func uvarintLen(x int) int {
 // Reader reads frames from a buffered stream. It is not safe for concurrent
 // use; the caller serialises Read calls.
 type Reader struct {
-	r       *bufio.Reader
+	r       bufferedReader
 	max     int
 	scratch []byte
 	prefix  [PrefixLen]byte
 	interns interner
+}
+
+// bufferedReader is what a Reader reads from: a *bufio.Reader, or a
+// socket's readBuf.
+type bufferedReader interface {
+	io.Reader
+	Peek(n int) ([]byte, error)
+	Buffered() int
 }
 
 // NewReader returns a Reader of r that refuses frames larger than max.

@@ -1,7 +1,6 @@
 package frame
 
 import (
-	"bufio"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -17,9 +16,9 @@ import (
 	"github.com/zerodial/transport"
 )
 
-// readBufferSize is the read buffer of one socket. Small messages are read
-// in one system call; bodies larger than it are read straight into the
-// Message.
+// readBufferSize is the read buffer of one socket while its peer is
+// sending (readBuf). Small messages are read in one system call; bodies
+// larger than it are read straight into the Message.
 const readBufferSize = 16 << 10
 
 // copyLimit is the largest body copied into the write buffer. A larger one is
@@ -57,7 +56,7 @@ func NewSocket(c net.Conn, max int) *Socket {
 	s := &Socket{
 		conn:   c,
 		max:    max,
-		r:      NewReader(bufio.NewReaderSize(c, readBufferSize), max),
+		r:      &Reader{r: newReadBuf(c), max: max},
 		rawTCP: raw,
 	}
 	s.q.init()
