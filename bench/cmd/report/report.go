@@ -341,38 +341,12 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 	p("\n## Streams: 10,000 16B messages server→client\n\n")
 	p("One server-streaming call per op; ns/msg and allocs/msg are per message (allocs/msg counts, as allocs/op does, ")
 	p("what both ends allocate). The last columns divide ns/op by that of a peer or floor (below 1: faster).\n\n")
-	p("| impl | ns/op | ns/msg | allocs/msg | B/op |")
-	for _, r := range streamRefs {
-		p(" ÷ %s |", r)
-	}
-	p("\n| --- | ---: | ---: | ---: | ---: |%s\n", strings.Repeat(" ---: |", len(streamRefs)))
-	for _, im := range streams {
-		name := streamName(im)
-		p("| %s | %s | %s | %s | %s |", im,
-			cell(s, name, "ns/op"), cell(s, name, "ns/msg"), cell(s, name, "allocs/msg"), cell(s, name, "B/op"))
-		for _, r := range streamRefs {
-			p(" %s |", ratioCell(s, name, streamName(r), "ns/op"))
-		}
-		p("\n")
-	}
-
+	refTable(p, s, streams, streamName, []string{"ns/op", "ns/msg", "allocs/msg", "B/op"}, streamRefs)
 	p("\n## Replicas: 16B calls to a set of replicas\n\n")
 	p("One 16B call at a time through a Client of three replicas (`dispatch.WithResolver`), beside a Client of one address ")
 	p("and gRPC's round_robin over three backends (see ../README.md). The last columns divide ns/op by that of a ")
 	p("baseline (below 1: faster).\n\n")
-	p("| impl | ns/op | B/op | allocs/op |")
-	for _, r := range replicaRefs {
-		p(" ÷ %s |", r)
-	}
-	p("\n| --- | ---: | ---: | ---: |%s\n", strings.Repeat(" ---: |", len(replicaRefs)))
-	for _, im := range replicas {
-		name := replicaName(im)
-		p("| %s | %s | %s | %s |", im, cell(s, name, "ns/op"), cell(s, name, "B/op"), cell(s, name, "allocs/op"))
-		for _, r := range replicaRefs {
-			p(" %s |", ratioCell(s, name, replicaName(r), "ns/op"))
-		}
-		p("\n")
-	}
+	refTable(p, s, replicas, replicaName, []string{"ns/op", "B/op", "allocs/op"}, replicaRefs)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -562,4 +536,29 @@ func group(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// refTable writes a table of rows with a column per metric, then a column
+// per reference row dividing each row's ns/op by the reference's: the
+// Streams and Replicas tables. nameOf gives a row's benchmark name.
+func refTable(p func(string, ...any), s *Set, rows []string, nameOf func(string) string, metrics, refs []string) {
+	p("| impl |")
+	for _, m := range metrics {
+		p(" %s |", m)
+	}
+	for _, r := range refs {
+		p(" ÷ %s |", r)
+	}
+	p("\n|%s%s\n", " --- |", strings.Repeat(" ---: |", len(metrics)+len(refs)))
+	for _, row := range rows {
+		name := nameOf(row)
+		p("| %s |", row)
+		for _, m := range metrics {
+			p(" %s |", cell(s, name, m))
+		}
+		for _, r := range refs {
+			p(" %s |", ratioCell(s, name, nameOf(r), "ns/op"))
+		}
+		p("\n")
+	}
 }
