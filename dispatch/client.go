@@ -192,7 +192,7 @@ func (c *Client) dial(ctx context.Context, d *dialing) (*clientConn, error) {
 	c.dialing = nil
 	switch {
 	case err != nil:
-		err = fmt.Errorf("dispatch: dial %s %s: %w", c.tr, c.addr, err)
+		err = &dialError{fmt.Errorf("dispatch: dial %s %s: %w", c.tr, c.addr, err)}
 	case c.closed:
 		sock.Close()
 		err = ErrShutdown
@@ -213,6 +213,13 @@ func (c *Client) dial(ctx context.Context, d *dialing) (*clientConn, error) {
 	}
 	return d.conn, nil
 }
+
+// dialError is the error of a call whose Dial failed: nothing of it was
+// sent, which a Client of replicas needs to know (it tries another).
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
 
 // Close closes the Client. Calls in flight fail with ErrShutdown at once, on
 // the network and on the shortcut alike — except shortcut calls whose

@@ -323,30 +323,11 @@ func (s *replicaSet) try(ctx context.Context, idempotent bool, attempt func(r *r
 	}
 }
 
-// attempt makes the call on r. A failure to connect to r is a notReached.
+// attempt makes the call on r.
 func (s *replicaSet) attempt(ctx context.Context, r *replica, name string, args, reply any, info *CallInfo) error {
 	r.begin()
 	defer r.end()
-	if err := s.reach(ctx, r); err != nil {
-		return err
-	}
 	return r.c.call(ctx, name, args, reply, info)
-}
-
-// reach connects to r unless the shortcut will take its calls, so that a
-// failure to connect — nothing sent — is told apart from a connection that
-// fails with the call on it.
-func (s *replicaSet) reach(ctx context.Context, r *replica) error {
-	if r.isLocal() {
-		return nil
-	}
-	if _, err := r.c.connect(ctx); err != nil {
-		if ctx.Err() != nil {
-			return ctxError(ctx)
-		}
-		return &notReached{err}
-	}
-	return nil
 }
 
 // What a failed attempt allows.
@@ -365,8 +346,10 @@ func (s *replicaSet) outcome(r *replica, err error) retryKind {
 		s.succeeded(r)
 		return retryNever
 	}
-	var nr *notReached
-	if errors.As(err, &nr) {
+	var de *dialError
+	if errors.As(err, &de) || err == ErrShutdown && r.removed.Load() {
+		// Nothing was sent: the dial failed, or the replica left the set
+		// (and its Client closed) between the pick and the call.
 		s.budget.failed()
 		s.failed(r)
 		return retryAlways
@@ -441,13 +424,6 @@ func (s *replicaSet) eject(r *replica) {
 	d := min(s.opts.ejectFor<<n, 30*s.opts.ejectFor)
 	r.out.Store(time.Now().Add(d).UnixNano())
 }
-
-// notReached wraps the error of a call that failed before its request
-// could have left this process: its dial failed.
-type notReached struct{ err error }
-
-func (e *notReached) Error() string { return e.err.Error() }
-func (e *notReached) Unwrap() error { return e.err }
 
 // retryBudget is RetryBudget's state: tokens in thousandths.
 type retryBudget struct {

@@ -13,7 +13,7 @@ func (s *replicaSet) openStream(ctx context.Context, name string, in, out reflec
 	var opened callerEnd
 	err := s.try(ctx, false, func(r *replica) error {
 		r.begin()
-		end, err := s.openOn(ctx, r, name, in, out)
+		end, err := r.c.openStream(ctx, name, in, out)
 		if f, ok := end.(failedEnd); ok && f.err == errShuttingDown {
 			err = f.err // refused before any handler ran: go elsewhere
 		}
@@ -28,13 +28,6 @@ func (s *replicaSet) openStream(ctx context.Context, name string, in, out reflec
 		return nil, err
 	}
 	return opened, nil
-}
-
-func (s *replicaSet) openOn(ctx context.Context, r *replica, name string, in, out reflect.Type) (callerEnd, error) {
-	if err := s.reach(ctx, r); err != nil {
-		return nil, err
-	}
-	return r.c.openStream(ctx, name, in, out)
 }
 
 // streamEnded returns the hook that counts a stream out of r's calls in
