@@ -90,6 +90,27 @@ type AsyncSender interface {
 	SendAsync(m *Message) error
 }
 
+// BatchSender is a Socket whose senders can share writes, so that many
+// callers sending small messages at once make one system call between
+// them rather than one each. Queue copies m and returns; when no write is
+// under way it reports flush, and the caller must then call Flush, which
+// writes m together with whatever other senders queued meanwhile. A message
+// queued behind a write under way goes out with that write's next batch.
+// Between the two calls the caller holds none of its own locks, which is
+// what lets the next sender's message join the write. Messages sent with
+// Send, SendAsync and Queue go out in the order of the calls.
+//
+// Queue fails at once with ErrFrameTooLarge for a message over the frame
+// limit (the Socket goes on), and waits when a bounded amount is queued
+// already. Flush returns the error of the write that held the caller's
+// message; any failed write closes the Socket, and Recv then reports it.
+// When ctx ends while Flush writes, the write is interrupted, the Socket
+// closed, and Flush returns an error matching ErrTimeout.
+type BatchSender interface {
+	Queue(m *Message) (flush bool, err error)
+	Flush(ctx context.Context) error
+}
+
 // Listener yields the Sockets that peers dial.
 type Listener interface {
 	// Accept waits for and returns the next Socket. After Close it returns an

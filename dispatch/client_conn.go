@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,9 @@ type clientConn struct {
 	err     error // why the connection ended; nil while it works
 	done    chan struct{}
 
+	// batch is sock's BatchSender, when it has one: requests go through
+	// it, so that the requests of callers sending at once share a write.
+	batch transport.BatchSender
 	// async is sock's SendAsync, when it has one: stream messages go
 	// through it, so that a stream of small messages is written in
 	// batches (BenchmarkStream).
@@ -102,6 +106,7 @@ func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger) *clie
 		done:    make(chan struct{}),
 	}
 	cc.async, _ = sock.(transport.AsyncSender)
+	cc.batch, _ = sock.(transport.BatchSender)
 	go cc.readLoop()
 	return cc
 }
@@ -167,9 +172,10 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 		cc.next++
 	}
 	cc.pending[seq] = p
+	others := len(cc.pending) > 1
 	cc.mu.Unlock()
 
-	if err := cc.send(ctx, seq, name, args); err != nil {
+	if err := cc.send(ctx, seq, name, args, others); err != nil {
 		if cc.remove(seq, true) {
 			if err == errShuttingDown && p.capture != nil {
 				p.capture.deliver(nil) // as the server's refusal would
@@ -240,11 +246,23 @@ func (cc *clientConn) remove(seq uint64, unsent bool) bool {
 // overhead) reuse it rather than grow a new one each time.
 const maxKeptBuffer = 2 << 20
 
-func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args any) error {
+// maxBatchedBody is the largest request body sent through the socket's
+// batch (transport.BatchSender), which copies it: a larger one is written
+// from the connection's buffer, as the socket's Send avoids a copy too.
+const maxBatchedBody = 32 << 10
+
+// send sends a request. others says other calls are in flight on the
+// connection: their requests may be about to join this one's write.
+func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args any, others bool) error {
 	if err := cc.lockSend(ctx); err != nil {
 		return err
 	}
-	defer cc.unlockSend()
+	locked := true
+	defer func() {
+		if locked {
+			cc.unlockSend()
+		}
+	}()
 	if cc.drained.Load() {
 		return errShuttingDown
 	}
@@ -254,10 +272,29 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 	}
 	requestHeader(ctx, cc.req.Header, name, rpcwire.FormatSeq(seq), cc.ctype)
 	cc.req.Body = body
-	err = cc.sendInterruptible(ctx, &cc.req)
-	cc.req.Body = nil
-	if cap(body) <= maxKeptBuffer {
+	if cc.batch != nil && len(body) <= maxBatchedBody {
+		// The request is copied into the socket's queue, and the send
+		// lock let go before any write: the next callers queue theirs
+		// meanwhile, and one write takes them all (BenchmarkParallel).
+		var flush bool
+		flush, err = cc.batch.Queue(&cc.req)
+		cc.req.Body = nil
 		cc.buf = body[:0]
+		locked = false
+		cc.unlockSend()
+		if flush && err == nil {
+			if others {
+				// Let the callers that are ready to send queue first.
+				runtime.Gosched()
+			}
+			err = cc.batch.Flush(ctx)
+		}
+	} else {
+		err = cc.sendInterruptible(ctx, &cc.req)
+		cc.req.Body = nil
+		if cap(body) <= maxKeptBuffer {
+			cc.buf = body[:0]
+		}
 	}
 	if err != nil {
 		if isFrameTooLarge(err) {

@@ -349,11 +349,15 @@ func TestClientClosesDeadSockets(t *testing.T) {
 			serve(t, srv2, inner, addr)
 			// A call racing with the read loop's notice of the failure may
 			// still pick the dead connection and fail; the next one redials.
+			// Over mux the first redial may open a stream on the old
+			// session before the client has seen the session end: that
+			// call fails too, and the one after dials a new session.
 			require.Eventually(t, func() bool {
 				return c.Call(context.Background(), "Arith.Multiply", Args{1, 1}, new(int)) == nil
 			}, waitLong, time.Millisecond)
 			socks := tr.sockets()
-			require.Len(t, socks, 2)
+			require.GreaterOrEqual(t, len(socks), 2)
+			require.LessOrEqual(t, len(socks), 3)
 
 			require.NoError(t, c.Close())
 			for i, s := range socks {

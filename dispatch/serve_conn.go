@@ -54,6 +54,9 @@ type serverConn struct {
 	// messages go through it, so that they are written in batches
 	// (BenchmarkStream).
 	async transport.AsyncSender
+	// batch is sock's BatchSender, when it has one: replies go through it
+	// (sendBounded).
+	batch transport.BatchSender
 
 	// drained is closed when the peer acknowledges the Drain notice: it
 	// will send no new call, so closing the connection loses none.
@@ -393,14 +396,26 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md 
 // finished within the reply timeout (WithReplyTimeout): a peer that stops
 // reading its replies must not hold the goroutines and the memory of its
 // calls for ever.
+//
+// A small message goes through the socket's batch when it has one
+// (transport.BatchSender): one queued behind a write under way returns at
+// once and goes out with that write's next batch, so that the replies of
+// calls finishing together share a write (BenchmarkParallel). The
+// socket's queue bounds what waits there (frame's maxQueued), beside what
+// WithMaxBytesPerConn counts.
 func (c *serverConn) sendBounded(m *transport.Message) error {
 	w := c.watchdog
-	if w == nil {
+	if w != nil {
+		w.begin()
+		defer w.end()
+	}
+	if c.batch == nil || len(m.Body) > maxBatchedBody {
 		return c.sock.Send(m)
 	}
-	w.begin()
-	err := c.sock.Send(m)
-	w.end()
+	flush, err := c.batch.Queue(m)
+	if flush && err == nil {
+		err = c.batch.Flush(context.Background())
+	}
 	return err
 }
 

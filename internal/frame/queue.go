@@ -7,6 +7,12 @@ import (
 // maxKeptQueue bounds the queue buffer a socket keeps between bursts.
 const maxKeptQueue = 256 << 10
 
+// maxQueued bounds what Queue adds to behind a write under way: past it,
+// Queue waits for that write, so that senders who do not wait for their
+// own writes (Queue's) cannot make a socket whose peer has stopped reading
+// hold more than this.
+const maxQueued = 256 << 10
+
 // sendQueue coalesces writes (transport.AsyncSender): frames sent while a
 // write is under way wait, encoded, in one buffer, and the writer that
 // finishes takes the whole buffer in its next write. One writer at a time
@@ -23,6 +29,13 @@ type sendQueue struct {
 	batch uint64 // the number buf will be written as
 	done  uint64 // batches written: batch n is out once done > n
 	err   error  // set when a write failed and closed the socket
+	// writer counts the claims, so that a Flush's interruption touches
+	// only its own writing.
+	writer uint64
+	// interrupted is set when a Flush's context set a past write
+	// deadline; the deadline is cleared before the queue has another
+	// writer.
+	interrupted bool
 }
 
 func (q *sendQueue) init() { q.cond.L = &q.mu }
@@ -34,6 +47,7 @@ func (q *sendQueue) claim() bool {
 		return false
 	}
 	q.busy = true
+	q.writer++
 	return true
 }
 
@@ -52,8 +66,17 @@ func (q *sendQueue) waitBatch(n uint64) error {
 // drain writes what is queued, batch after batch, with write, until the
 // queue is empty, and then gives up being the writer. A write error ends
 // the queue for good: write reports it only when it closed the socket.
-func (q *sendQueue) drain(write func([]byte) error) {
+// It returns the error of the first batch it wrote, or the queue's error.
+// clear, when not nil, is called under q.mu before the writer gives up
+// (Flush's interruption).
+func (q *sendQueue) drain(write func([]byte) error) error {
+	return q.drainThen(write, nil)
+}
+
+func (q *sendQueue) drainThen(write func([]byte) error, clear func()) (first error) {
 	q.mu.Lock()
+	first = q.err
+	wrote := false
 	for q.err == nil && len(q.buf) > 0 {
 		buf, n := q.buf, q.batch
 		q.buf, q.spare = q.spare[:0], nil
@@ -71,9 +94,17 @@ func (q *sendQueue) drain(write func([]byte) error) {
 		} else {
 			q.done = n + 1
 		}
+		if !wrote {
+			first, wrote = err, true
+		}
 		q.cond.Broadcast()
+	}
+	if clear != nil {
+		clear()
 	}
 	q.buf = q.buf[:0]
 	q.busy = false
+	q.cond.Broadcast() // Queue may wait for the writer to go
 	q.mu.Unlock()
+	return first
 }

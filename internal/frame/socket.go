@@ -1,6 +1,7 @@
 package frame
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -151,6 +152,73 @@ func (s *Socket) SendAsync(m *transport.Message) error {
 	}
 	return nil
 }
+
+// Queue copies m into the send queue as one frame (transport.BatchSender).
+// flush reports that no write was under way: the caller is now the writer,
+// and must call Flush, which writes m with whatever other senders queued
+// meanwhile. Otherwise m goes out with the next batch of the write under
+// way, and Queue returns at once — unless maxQueued bytes wait already,
+// when it first waits for that write to take them.
+//
+// It serves BenchmarkParallel: callers that share a connection release
+// their own lock once their request is queued, so that the requests of
+// the next callers join the write in flight instead of each making one.
+func (s *Socket) Queue(m *transport.Message) (flush bool, err error) {
+	hl, err := s.admit(m)
+	if err != nil {
+		return false, err
+	}
+	q := &s.q
+	for q.busy && len(q.buf) >= maxQueued && q.err == nil {
+		q.cond.Wait()
+	}
+	if err := q.err; err != nil {
+		q.mu.Unlock()
+		return false, err
+	}
+	q.buf = append(s.appendHead(q.buf, m, hl), m.Body...)
+	flush = q.claim()
+	q.mu.Unlock()
+	return flush, nil
+}
+
+// Flush writes the queue, batch after batch, until it is empty
+// (transport.BatchSender). Only the caller Queue made the writer calls
+// it. It returns the error of the first batch, which holds that caller's
+// frame; a failed write closes the socket. When ctx ends while Flush is
+// writing, the write is interrupted (a write deadline in the past): the
+// socket is closed, since the batch may hold other senders' frames, and
+// Flush returns an error matching transport.ErrTimeout.
+func (s *Socket) Flush(ctx context.Context) error {
+	q := &s.q
+	if ctx.Done() == nil {
+		return q.drain(s.writeQueued)
+	}
+	q.mu.Lock()
+	me := q.writer
+	q.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if q.busy && q.writer == me {
+			q.interrupted = true
+			_ = s.conn.SetWriteDeadline(longAgo)
+		}
+	})
+	err := q.drainThen(s.writeQueued, func() {
+		// An interruption that came after the last write must not outlive
+		// this writer: the next one would fail at once.
+		if q.interrupted {
+			q.interrupted = false
+			_ = s.conn.SetWriteDeadline(time.Time{})
+		}
+	})
+	stop()
+	return err
+}
+
+// longAgo is a deadline in the past, to interrupt a blocked write.
+var longAgo = time.Unix(1, 0)
 
 // writeQueued writes a batch of queued frames. Whatever its error, the
 // socket is closed: the batch may hold frames that SendAsync accepted, and

@@ -1,0 +1,143 @@
+package frame
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
+)
+
+var _ transport.BatchSender = (*Socket)(nil)
+
+// sendBatched sends m the way dispatch does through a BatchSender: Queue,
+// then Flush when Queue made the caller the writer.
+func sendBatched(ctx context.Context, s *Socket, m *transport.Message) error {
+	flush, err := s.Queue(m)
+	if err != nil || !flush {
+		return err
+	}
+	return s.Flush(ctx)
+}
+
+// Messages queued from many goroutines, mixed with Send and SendAsync,
+// arrive whole and in each goroutine's order, in fewer writes than
+// messages; m may be reused as soon as Queue returns; a message over the
+// limit fails Queue at once and the socket goes on.
+func TestBatchOrderAndCoalescing(t *testing.T) {
+	sa, conn, sb := socketPair(t)
+	const senders, each = 8, 2000
+	got := make(chan map[string][]string, 1)
+	go func() {
+		seen := map[string][]string{}
+		var m transport.Message
+		for range senders*each + 1 {
+			if err := sb.Recv(&m); err != nil {
+				break
+			}
+			seen[m.Header["from"]] = append(seen[m.Header["from"]], string(m.Body))
+		}
+		got <- seen
+	}()
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Go(func() {
+			from := fmt.Sprint(g)
+			m := &transport.Message{Header: map[string]string{"from": from}}
+			for i := range each {
+				m.Body = append(m.Body[:0], fmt.Sprint(i)...)
+				var err error
+				switch (g + i) % 5 {
+				case 0:
+					err = sa.Send(m)
+				case 1:
+					err = sa.SendAsync(m)
+				default:
+					err = sendBatched(context.Background(), sa, m)
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				// Reused at once: Queue took a copy.
+				m.Body = append(m.Body[:0], "garbage"...)
+			}
+		})
+	}
+	wg.Wait()
+	_, err := sa.Queue(&transport.Message{Body: make([]byte, 2<<20)})
+	require.ErrorIs(t, err, transport.ErrFrameTooLarge)
+	require.NoError(t, sendBatched(context.Background(), sa, &transport.Message{Header: map[string]string{"from": "end"}}))
+
+	seen := <-got
+	for g := range senders {
+		list := seen[fmt.Sprint(g)]
+		require.Len(t, list, each, "sender %d", g)
+		for i, b := range list {
+			require.Equal(t, fmt.Sprint(i), b, "sender %d, message %d", g, i)
+		}
+	}
+	require.Len(t, seen["end"], 1, "the socket went on after the refused message")
+	conn.mu.Lock()
+	writes := conn.writes
+	conn.mu.Unlock()
+	t.Logf("%d messages in %d writes", senders*each, writes)
+	assert.Less(t, writes, senders*each, "no two messages shared a write")
+}
+
+// A Flush whose context ends while the peer reads nothing returns with
+// ErrTimeout, and closes the socket: the batch may hold others' messages.
+// Meanwhile Queue stops taking messages once maxQueued bytes wait, rather
+// than holding all a sender sends.
+func TestBatchFlushInterruptedAndBounded(t *testing.T) {
+	sa, _, _ := socketPair(t) // the peer never reads
+	big := &transport.Message{Body: make([]byte, 64<<10)}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+
+	// Fill the kernel's buffers until a Flush blocks.
+	var flushed chan error
+	for flushed == nil {
+		flush, err := sa.Queue(big)
+		require.NoError(t, err)
+		require.True(t, flush, "no write is under way")
+		done := make(chan error, 1)
+		go func() { done <- sa.Flush(ctx) }()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(50 * time.Millisecond):
+			flushed = done // blocked: the peer's buffers are full
+		}
+	}
+	// A second sender queues behind the blocked writer, up to the bound.
+	queued := make(chan int, 1)
+	go func() {
+		n := 0
+		for {
+			flush, err := sa.Queue(&transport.Message{Body: make([]byte, 16<<10)})
+			if err != nil || flush {
+				break
+			}
+			n++
+		}
+		queued <- n
+	}()
+
+	select {
+	case err := <-flushed:
+		require.ErrorIs(t, err, transport.ErrTimeout)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Flush did not return when its context ended")
+	}
+	n := <-queued
+	assert.LessOrEqual(t, n*(16<<10+PrefixLen), maxQueued+(16<<10+PrefixLen), "Queue held more than maxQueued behind a blocked write")
+	_, err := sa.Queue(&transport.Message{Body: []byte("late")})
+	require.Error(t, err, "the interrupted batch closed the socket")
+	assert.False(t, strings.Contains(err.Error(), "use of closed"), "the cause is reported: %v", err)
+}
