@@ -6,12 +6,15 @@ import (
 )
 
 // smallRead is the buffer a socket reads into while its peer is quiet:
-// an idle connection holds this much, not a full read buffer.
-const smallRead = 512
+// an idle connection holds this much, not a full read buffer. It holds a
+// small call's whole frame (prefix, headers with a trace context, and a
+// body of some dozens of bytes); a larger frame takes a full buffer from
+// the pool while it is read.
+const smallRead = 256
 
 // shrinkBelow is the read, in bytes, short enough to say that the peer
 // has gone quiet.
-const shrinkBelow = 4 * smallRead
+const shrinkBelow = 2048
 
 // bigReads are the read buffers of sockets whose peers are sending: taken
 // when a read fills the small buffer, given back when a read finds the
