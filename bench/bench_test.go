@@ -71,6 +71,7 @@ var implOrder = []string{
 	"floor-reflect",
 	"floor-chan",
 	"floor-tcp",
+	"floor-tcp-relay",
 }
 
 var (

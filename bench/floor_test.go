@@ -20,6 +20,7 @@ func init() {
 	register("floor-reflect", setupFloorReflect)
 	register("floor-chan", setupFloorChan)
 	register("floor-tcp", setupFloorTCP)
+	register("floor-tcp-relay", setupFloorTCPRelay)
 	registerStream("floor-chan", func(testing.TB) streamFunc { return floorChanStream })
 	registerStream("floor-iterpull", func(testing.TB) streamFunc { return floorIterPullStream })
 }
@@ -252,6 +253,125 @@ func serveRawTCP(c net.Conn, n int) {
 		}
 		if _, err := c.Write(buf); err != nil {
 			return
+		}
+	}
+}
+
+// setupFloorTCPRelay: floor-tcp's bytes, but each end reads its socket on
+// a goroutine of its own and hands each message over a channel to the
+// goroutine that uses it — the caller waiting for its reply, a worker
+// writing the answer — as any client that lets several callers share a
+// connection, and any server that runs calls while it reads the next
+// request, must. The difference from floor-tcp is what those two hand-offs
+// cost: on a machine with more than one core, waking a goroutine on
+// another core.
+func setupFloorTCPRelay(tb testing.TB, sz size) func() callFunc {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	track := func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
+	in := 16 // the request's bytes: two int64s, or the payload
+	out := 8
+	if sz.n > 0 {
+		in, out = sz.n, sz.n
+	}
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			track(c)
+			reqs := make(chan []byte, 1)
+			wg.Go(func() { // the worker
+				res := make([]byte, out)
+				for req := range reqs {
+					if sz.n == 0 {
+						a := int64(binary.LittleEndian.Uint64(req[0:8]))
+						b := int64(binary.LittleEndian.Uint64(req[8:16]))
+						binary.LittleEndian.PutUint64(res, uint64(a*b))
+					} else {
+						copy(res, req)
+					}
+					if _, err := c.Write(res); err != nil {
+						return
+					}
+				}
+			})
+			wg.Go(func() { // the reader
+				defer close(reqs)
+				for {
+					req := make([]byte, in)
+					if _, err := io.ReadFull(c, req); err != nil {
+						return
+					}
+					reqs <- req
+				}
+			})
+		}
+	})
+	tb.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return func() callFunc {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		track(c)
+		replies := make(chan []byte)
+		wg.Go(func() { // the client's reader
+			defer close(replies)
+			for {
+				r := make([]byte, out)
+				if _, err := io.ReadFull(c, r); err != nil {
+					return
+				}
+				replies <- r
+			}
+		})
+		buf := make([]byte, 16)
+		return func(_ context.Context, m method, args, reply any) error {
+			switch m {
+			case multiply:
+				a := args.(*Args)
+				binary.LittleEndian.PutUint64(buf[0:8], uint64(a.A))
+				binary.LittleEndian.PutUint64(buf[8:16], uint64(a.B))
+				if _, err := c.Write(buf); err != nil {
+					return err
+				}
+			case echo:
+				if _, err := c.Write(args.(*Payload).Data); err != nil {
+					return err
+				}
+			}
+			r, ok := <-replies
+			if !ok {
+				return io.ErrUnexpectedEOF
+			}
+			switch m {
+			case multiply:
+				reply.(*Product).P = int64(binary.LittleEndian.Uint64(r))
+			case echo:
+				reply.(*Payload).Data = r
+			}
+			return nil
 		}
 	}
 }

@@ -33,6 +33,7 @@ var impls = []struct{ name, family string }{
 	{"floor-reflect", "floor"},
 	{"floor-chan", "floor"},
 	{"floor-tcp", "floor"},
+	{"floor-tcp-relay", "floor"},
 }
 
 var sizes = []string{"16B", "1KiB", "64KiB", "1MiB"}
