@@ -308,11 +308,14 @@ func (s *Socket) Recv(m *transport.Message) error {
 		s.Close()
 		return fmt.Errorf("%w: the rest of a frame did not arrive within the frame timeout (%v); socket closed", transport.ErrTimeout, s.frame.timeout)
 	}
+	// A queued write that failed is the cause, even when the peer's end
+	// of the stream arrived first: it records its error before it closes
+	// the socket, so it is seen here whether or not the close has been.
+	if werr := s.sendFailure(); werr != nil {
+		return werr
+	}
 	if err == io.EOF && !s.closed.Load() {
 		return io.EOF
-	}
-	if werr := s.sendFailure(); werr != nil {
-		return werr // a queued write failed and closed the socket: the cause
 	}
 	mapped := s.mapErr("recv", err)
 	if IsMidFrame(err) {
