@@ -158,45 +158,11 @@ func setupFloorChan(tb testing.TB, _ size) func() callFunc {
 // before it echoes them, as an RPC server does. The server knows n in
 // advance: that is the framing left out.
 func setupFloorTCP(tb testing.TB, sz size) func() callFunc {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	track := func(c net.Conn) {
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-	}
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			track(c)
-			wg.Go(func() { serveRawTCP(c, sz.n) })
-		}
-	})
-	tb.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	lb := newLoopback(tb, func(c net.Conn, wg *sync.WaitGroup) {
+		wg.Go(func() { serveRawTCP(c, sz.n) })
 	})
 	return func() callFunc {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		track(c)
+		c := lb.dial(tb)
 		buf := make([]byte, 16)
 		return func(_ context.Context, m method, args, reply any) error {
 			switch m {
@@ -266,77 +232,43 @@ func serveRawTCP(c net.Conn, n int) {
 // cost: on a machine with more than one core, waking a goroutine on
 // another core.
 func setupFloorTCPRelay(tb testing.TB, sz size) func() callFunc {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	track := func(c net.Conn) {
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-	}
 	in := 16 // the request's bytes: two int64s, or the payload
 	out := 8
 	if sz.n > 0 {
 		in, out = sz.n, sz.n
 	}
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	lb := newLoopback(tb, func(c net.Conn, wg *sync.WaitGroup) {
+		reqs := make(chan []byte, 1)
+		wg.Go(func() { // the worker
+			res := make([]byte, out)
+			for req := range reqs {
+				if sz.n == 0 {
+					a := int64(binary.LittleEndian.Uint64(req[0:8]))
+					b := int64(binary.LittleEndian.Uint64(req[8:16]))
+					binary.LittleEndian.PutUint64(res, uint64(a*b))
+				} else {
+					copy(res, req)
+				}
+				if _, err := c.Write(res); err != nil {
+					return
+				}
 			}
-			track(c)
-			reqs := make(chan []byte, 1)
-			wg.Go(func() { // the worker
-				res := make([]byte, out)
-				for req := range reqs {
-					if sz.n == 0 {
-						a := int64(binary.LittleEndian.Uint64(req[0:8]))
-						b := int64(binary.LittleEndian.Uint64(req[8:16]))
-						binary.LittleEndian.PutUint64(res, uint64(a*b))
-					} else {
-						copy(res, req)
-					}
-					if _, err := c.Write(res); err != nil {
-						return
-					}
+		})
+		wg.Go(func() { // the reader
+			defer close(reqs)
+			for {
+				req := make([]byte, in)
+				if _, err := io.ReadFull(c, req); err != nil {
+					return
 				}
-			})
-			wg.Go(func() { // the reader
-				defer close(reqs)
-				for {
-					req := make([]byte, in)
-					if _, err := io.ReadFull(c, req); err != nil {
-						return
-					}
-					reqs <- req
-				}
-			})
-		}
-	})
-	tb.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+				reqs <- req
+			}
+		})
 	})
 	return func() callFunc {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		track(c)
+		c := lb.dial(tb)
 		replies := make(chan []byte)
-		wg.Go(func() { // the client's reader
+		lb.wg.Go(func() { // the client's reader
 			defer close(replies)
 			for {
 				r := make([]byte, out)
@@ -374,4 +306,59 @@ func setupFloorTCPRelay(tb testing.TB, sz size) func() callFunc {
 			return nil
 		}
 	}
+}
+
+// loopback is a listener on loopback TCP for the tcp floors: serve is
+// given each accepted connection and starts what answers it on wg; every
+// connection, accepted or dialled, is closed and every goroutine waited
+// for when the benchmark ends.
+type loopback struct {
+	ln    net.Listener
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newLoopback(tb testing.TB, serve func(c net.Conn, wg *sync.WaitGroup)) *loopback {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lb := &loopback{ln: ln}
+	lb.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			lb.track(c)
+			serve(c, &lb.wg)
+		}
+	})
+	tb.Cleanup(func() {
+		ln.Close()
+		lb.mu.Lock()
+		for _, c := range lb.conns {
+			c.Close()
+		}
+		lb.mu.Unlock()
+		lb.wg.Wait()
+	})
+	return lb
+}
+
+func (lb *loopback) track(c net.Conn) {
+	lb.mu.Lock()
+	lb.conns = append(lb.conns, c)
+	lb.mu.Unlock()
+}
+
+// dial connects to the listener; the connection is closed at the end.
+func (lb *loopback) dial(tb testing.TB) net.Conn {
+	c, err := net.Dial("tcp", lb.ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lb.track(c)
+	return c
 }
