@@ -111,6 +111,15 @@ type BatchSender interface {
 	Flush(ctx context.Context) error
 }
 
+// FrameWaiter is a Socket that can wait for the next message to begin
+// arriving without taking any of it. A read deadline that passes while
+// WaitFrame waits ends it with an error matching ErrTimeout and leaves the
+// Socket as it was, so that a reader can be interrupted between messages,
+// never part way through one. Other errors are those Recv would return.
+type FrameWaiter interface {
+	WaitFrame() error
+}
+
 // Listener yields the Sockets that peers dial.
 type Listener interface {
 	// Accept waits for and returns the next Socket. After Close it returns an

@@ -58,6 +58,14 @@ type clientConn struct {
 	// and never sent, so that the server can close the connection without
 	// losing one.
 	drained atomic.Bool
+
+	// role says who reads sock: the read loop, or a caller reading its
+	// own reply (readRole); waiter is sock's FrameWaiter, without which
+	// the read loop always reads. rmsg is the message the reader reads
+	// into, whoever it is.
+	role   readRole
+	waiter transport.FrameWaiter
+	rmsg   transport.Message
 }
 
 // drain records the server's Drain notice and acknowledges it. The flag is
@@ -107,6 +115,8 @@ func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger) *clie
 	}
 	cc.async, _ = sock.(transport.AsyncSender)
 	cc.batch, _ = sock.(transport.BatchSender)
+	cc.waiter, _ = sock.(transport.FrameWaiter)
+	cc.role.cond.L = &cc.role.mu
 	go cc.readLoop()
 	return cc
 }
@@ -139,6 +149,7 @@ func (cc *clientConn) fail(err error) {
 	ss := cc.streams
 	cc.streams = make(map[uint64]*clientStream)
 	cc.mu.Unlock()
+	cc.haltReading()
 	err = cc.failure()
 	for _, s := range ss {
 		s.failed(err)
@@ -191,6 +202,9 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 		return err
 	}
 
+	if cc.takeRead() {
+		cc.readOwn(ctx, p)
+	}
 	if d := ctx.Done(); d == nil {
 		<-p.done
 	} else {
@@ -399,82 +413,98 @@ func (cc *clientConn) sendCancel(seq uint64) {
 
 func (cc *clientConn) readLoop() {
 	defer close(cc.done)
-	var m transport.Message
-	for {
-		if err := cc.sock.Recv(&m); err != nil {
-			if errors.Is(err, transport.ErrClosed) && !cc.failed() {
-				// The socket was closed here without the connection
-				// failing first: a Send that failed part way closes its
-				// socket itself (the Socket contract), and its caller then
-				// records the cause while it still holds the send lock.
-				// Wait for that, so that the calls get the cause rather
-				// than "use of closed socket". Sends on a closed socket
-				// return at once, so the wait is short.
-				cc.sending <- struct{}{}
-				cc.unlockSend()
-			}
-			if !cc.failed() { // not closed by this end
-				cc.log.Warn("dispatch: connection failed", "remote", cc.sock.RemoteAddr(), "err", err)
-			}
-			cc.fail(connFailed(err))
-			cc.sock.Close() // the peer is gone; free what the socket holds
+	for cc.role.watch() {
+		if !cc.readOne(&cc.rmsg) {
 			return
 		}
-		if _, ok := m.Header[rpcwire.Drain]; ok {
-			cc.drain()
-			shed(&m)
-			continue
+		if cc.waiter != nil {
+			cc.parkWatcher()
 		}
-		seq, err := rpcwire.ParseSeq(m.Header)
-		if err != nil {
-			cc.log.Warn("dispatch: closing connection: reply without a valid Seq", "remote", cc.sock.RemoteAddr(), "err", err)
-			cc.fail(connFailed(fmt.Errorf("%w: reply without a valid Seq: %w", transport.ErrProtocol, err)))
-			cc.sock.Close()
-			return
-		}
-		cc.mu.Lock()
-		if s := cc.streams[seq]; s != nil {
-			cc.mu.Unlock()
-			if err := cc.streamFrame(s, &m); err != nil {
-				cc.log.Warn("dispatch: closing connection: bad stream frame", "remote", cc.sock.RemoteAddr(), "seq", seq, "err", err)
-				cc.fail(connFailed(fmt.Errorf("%w: bad stream frame: %w", transport.ErrProtocol, err)))
-				cc.sock.Close()
-				return
-			}
-			shed(&m)
-			continue
-		}
-		if _, ok := m.Header[rpcwire.Stream]; ok {
-			// A frame of a stream that has ended (a grant that crossed
-			// its end): never a call's reply, whose Seq may be reused.
-			cc.mu.Unlock()
-			continue
-		}
-		p, ok := cc.pending[seq]
-		if ok {
-			delete(cc.pending, seq)
-			if p != abandoned {
-				// An abandoned number is never reused: a server that does
-				// not know Cancel (net/rpc's) answers the Cancel message
-				// too, so a second reply to it may still come.
-				cc.free = append(cc.free, seq)
-			}
-		}
-		cc.mu.Unlock()
-		if p == nil || p == abandoned {
-			continue // a reply to a call whose caller gave up, or to none
-		}
-		if msg, failed := m.Header[rpcwire.Error]; failed {
-			p.err = &Error{Code: Code(m.Header[rpcwire.ErrorCode]), Message: msg}
-		} else {
-			p.err = decodeReply(cc.codec, p.name, m.Body, p.reply)
-		}
-		if p.capture != nil {
-			p.capture.deliver(metadataOf(m.Header))
-		}
-		shed(&m)
-		p.done <- struct{}{}
 	}
+}
+
+// recvFailed ends the connection after a failed read.
+func (cc *clientConn) recvFailed(err error) {
+	if errors.Is(err, transport.ErrClosed) && !cc.failed() {
+		// The socket was closed here without the connection
+		// failing first: a Send that failed part way closes its
+		// socket itself (the Socket contract), and its caller then
+		// records the cause while it still holds the send lock.
+		// Wait for that, so that the calls get the cause rather
+		// than "use of closed socket". Sends on a closed socket
+		// return at once, so the wait is short.
+		cc.sending <- struct{}{}
+		cc.unlockSend()
+	}
+	if !cc.failed() { // not closed by this end
+		cc.log.Warn("dispatch: connection failed", "remote", cc.sock.RemoteAddr(), "err", err)
+	}
+	cc.fail(connFailed(err))
+	cc.sock.Close() // the peer is gone; free what the socket holds
+}
+
+// readOne reads one message and hands it to whom it is for; false when
+// the connection has ended.
+func (cc *clientConn) readOne(m *transport.Message) bool {
+	if err := cc.sock.Recv(m); err != nil {
+		cc.recvFailed(err)
+		return false
+	}
+	if _, ok := m.Header[rpcwire.Drain]; ok {
+		cc.drain()
+		shed(m)
+		return true
+	}
+	seq, err := rpcwire.ParseSeq(m.Header)
+	if err != nil {
+		cc.log.Warn("dispatch: closing connection: reply without a valid Seq", "remote", cc.sock.RemoteAddr(), "err", err)
+		cc.fail(connFailed(fmt.Errorf("%w: reply without a valid Seq: %w", transport.ErrProtocol, err)))
+		cc.sock.Close()
+		return false
+	}
+	cc.mu.Lock()
+	if s := cc.streams[seq]; s != nil {
+		cc.mu.Unlock()
+		if err := cc.streamFrame(s, m); err != nil {
+			cc.log.Warn("dispatch: closing connection: bad stream frame", "remote", cc.sock.RemoteAddr(), "seq", seq, "err", err)
+			cc.fail(connFailed(fmt.Errorf("%w: bad stream frame: %w", transport.ErrProtocol, err)))
+			cc.sock.Close()
+			return false
+		}
+		shed(m)
+		return true
+	}
+	if _, ok := m.Header[rpcwire.Stream]; ok {
+		// A frame of a stream that has ended (a grant that crossed
+		// its end): never a call's reply, whose Seq may be reused.
+		cc.mu.Unlock()
+		return true
+	}
+	p, ok := cc.pending[seq]
+	if ok {
+		delete(cc.pending, seq)
+		if p != abandoned {
+			// An abandoned number is never reused: a server that does
+			// not know Cancel (net/rpc's) answers the Cancel message
+			// too, so a second reply to it may still come.
+			cc.free = append(cc.free, seq)
+		}
+	}
+	cc.mu.Unlock()
+	if p == nil || p == abandoned {
+		return true // a reply to a call whose caller gave up, or to none
+	}
+	if msg, failed := m.Header[rpcwire.Error]; failed {
+		p.err = &Error{Code: Code(m.Header[rpcwire.ErrorCode]), Message: msg}
+	} else {
+		p.err = decodeReply(cc.codec, p.name, m.Body, p.reply)
+	}
+	if p.capture != nil {
+		p.capture.deliver(metadataOf(m.Header))
+	}
+	shed(m)
+	p.done <- struct{}{}
+	return true
 }
 
 // decodeReplyError words a reply that cannot be decoded, the same on every

@@ -62,6 +62,14 @@ type serverConn struct {
 	// will send no new call, so closing the connection loses none.
 	drained     chan struct{}
 	drainedOnce sync.Once
+
+	// inline is when the call running on the reading goroutine began
+	// (UnixNano), 0 when none does, handedOn once quietSweep has given
+	// the reading to another worker (inlineCall).
+	inline atomic.Int64
+	// inlineOK is set when sock is a transport.FrameWaiter, the transports
+	// a call that comes alone is faster on the reading goroutine over.
+	inlineOK bool
 }
 
 // notifyDrain tells the peer that the Server is shutting down (WIRE.md,
@@ -167,6 +175,12 @@ func (c *serverConn) run() {
 		call := c.start(m, seq, seqText, open)
 		shed(m)
 		if call != nil {
+			if !open && c.inlineOK && c.lone() {
+				if c.runInline(call) {
+					continue
+				}
+				return // the reading was handed on meanwhile
+			}
 			c.srv.work(c)
 			call.run()
 			return

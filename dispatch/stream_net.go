@@ -343,6 +343,7 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int) (
 	}
 	cc.streams[s.seq] = s
 	cc.mu.Unlock()
+	cc.needReader() // a stream's messages are read by the read loop
 	seqText := rpcwire.FormatSeq(s.seq)
 	s.sendMsg.Header = map[string]string{rpcwire.Seq: seqText}
 	s.win.Header = map[string]string{rpcwire.Seq: seqText, rpcwire.Stream: rpcwire.StreamWindow}

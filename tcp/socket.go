@@ -77,5 +77,20 @@ func newSocketErr(o options.Common, peer string) error {
 }
 
 func newSocket(c net.Conn, o options.Common) transport.Socket {
-	return frame.NewSocket(c, o.MaxFrameSize).WithFrameTimeout(o.FrameTimeout)
+	return &socket{frame.NewSocket(c, o.MaxFrameSize).WithFrameTimeout(o.FrameTimeout)}
 }
+
+// socket is a tcp connection's transport.Socket: frame's, and a
+// transport.FrameWaiter. With it, dispatch reads a reply on the goroutine
+// of the caller waiting for it, and runs a call that comes alone on the
+// goroutine that read it, sparing a wake of another goroutine at each end
+// of every call (BenchmarkUnary/zerodial-tcp). A mux stream's socket does
+// not offer it: yamux's own goroutines hand every message on, and there
+// the same made calls slower.
+type socket struct{ *frame.Socket }
+
+var _ transport.FrameWaiter = (*socket)(nil)
+
+// WaitFrame waits until the next message has begun to arrive, taking none
+// of it (transport.FrameWaiter).
+func (s *socket) WaitFrame() error { return s.PeekFrame() }

@@ -324,6 +324,32 @@ func (s *Socket) Recv(m *transport.Message) error {
 	return mapped
 }
 
+// PeekFrame waits until the next frame has begun to arrive, taking none
+// of it: a deadline that passes meanwhile leaves the socket usable. It is
+// what a transport.FrameWaiter's WaitFrame needs; the tcp transport offers
+// it, the mux transport does not (see tcp's socket).
+func (s *Socket) PeekFrame() error {
+	if s.closed.Load() {
+		if werr := s.sendFailure(); werr != nil {
+			return werr
+		}
+		return transport.ErrClosed
+	}
+	s.rmu.Lock()
+	err := s.r.waitFrame()
+	s.rmu.Unlock()
+	if err == nil {
+		return nil
+	}
+	if werr := s.sendFailure(); werr != nil {
+		return werr
+	}
+	if err == io.EOF && !s.closed.Load() {
+		return io.EOF
+	}
+	return s.mapErr("recv", err)
+}
+
 // read reads one frame, bounding the time the rest of it may take once it
 // has begun when the frame timeout is on. expired reports that the frame
 // timeout passed.

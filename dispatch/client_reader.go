@@ -1,0 +1,271 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/zerodial/transport"
+)
+
+// quietAfter is how long a client connection may go without a reader
+// before quietSweep gives it one, and how long a server connection's call
+// may run on the goroutine that read it before the reading is handed on
+// (inlineCall).
+const quietAfter = time.Millisecond
+
+// readRole decides who reads a client connection's socket: its watcher
+// goroutine (readLoop), or the caller whose reply is due.
+//
+// A goroutine that reads replies for callers must wake the caller of each
+// one, and on more than one core that wake — of a goroutine on the other
+// core — costs more than a round trip on loopback (floor-tcp-relay in
+// bench/). So while calls come one at a time the caller reads its own
+// reply: the watcher parks whenever nothing is pending, and a caller that
+// finds nobody reading reads until its reply has come. The watcher reads
+// whenever a call or stream waits on a reader other than its own caller;
+// and on a connection quiet for quietAfter, quietSweep resumes it, to see
+// what the server sends unasked (a Drain notice; the end of the
+// connection). Only over a transport.FrameWaiter, whose wait a caller's
+// context can end between messages. It serves BenchmarkUnary's network
+// rows.
+type readRole struct {
+	mu     sync.Mutex
+	cond   sync.Cond // signalled when the watcher may read, or must go
+	who    reader
+	halted bool // the connection has failed: the watcher goes
+	// waiting says a caller reading is waiting for a message to begin,
+	// where its context may interrupt it; interrupted, that it did.
+	waiting, interrupted bool
+	lastUse              int64 // when a caller last read (UnixNano)
+}
+
+type reader uint8
+
+const (
+	readByWatcher reader = iota
+	readByCaller
+	readByNobody
+)
+
+// watch waits until the watcher is to read; false when it must go.
+func (r *readRole) watch() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.who != readByWatcher && !r.halted {
+		r.cond.Wait()
+	}
+	return !r.halted
+}
+
+// halt makes the watcher go: the connection has failed.
+func (cc *clientConn) haltReading() {
+	r := &cc.role
+	r.mu.Lock()
+	r.halted = true
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	sweep.remove(cc)
+}
+
+// idle reports whether nothing waits on the connection's reader: no call
+// (one whose caller gave up included, whose reply may still come) and no
+// stream.
+func (cc *clientConn) idle() bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return len(cc.pending) == 0 && len(cc.streams) == 0
+}
+
+// parkWatcher stops the watcher, after a message, when nothing waits.
+func (cc *clientConn) parkWatcher() {
+	r := &cc.role
+	r.mu.Lock()
+	park := !r.halted && cc.idle()
+	if park {
+		r.who = readByNobody
+		r.lastUse = time.Now().UnixNano()
+	}
+	r.mu.Unlock()
+	if park {
+		sweep.add(cc)
+	}
+}
+
+// takeRead makes the caller the reader if nobody reads.
+func (cc *clientConn) takeRead() bool {
+	if cc.waiter == nil {
+		return false
+	}
+	r := &cc.role
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.who != readByNobody || r.halted {
+		return false
+	}
+	r.who = readByCaller
+	return true
+}
+
+// needReader makes the watcher read if nobody does: something now waits
+// on the reader that will not read itself (a stream).
+func (cc *clientConn) needReader() {
+	r := &cc.role
+	r.mu.Lock()
+	if r.who == readByNobody {
+		r.who = readByWatcher
+		r.cond.Broadcast()
+	}
+	r.mu.Unlock()
+}
+
+// releaseRead ends a caller's reading: the watcher reads on if something
+// waits, else nobody until the next caller or quietSweep.
+func (cc *clientConn) releaseRead() {
+	r := &cc.role
+	r.mu.Lock()
+	parked := cc.idle()
+	if parked {
+		r.who = readByNobody
+		r.lastUse = time.Now().UnixNano()
+	} else {
+		r.who = readByWatcher
+		r.cond.Broadcast()
+	}
+	r.mu.Unlock()
+	if parked {
+		sweep.add(cc)
+	}
+}
+
+// resumeIfQuiet gives the watcher back the reading once the connection has
+// been quiet for quietAfter; it reports whether quietSweep is done with
+// cc.
+func (cc *clientConn) resumeIfQuiet(now int64) bool {
+	r := &cc.role
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.halted || r.who != readByNobody {
+		return true
+	}
+	if now-r.lastUse < int64(quietAfter) {
+		return false
+	}
+	r.who = readByWatcher
+	r.cond.Broadcast()
+	return true
+}
+
+// readOwn reads messages on the caller's goroutine until p is answered,
+// ctx ends or the connection fails; then it hands the reading on.
+func (cc *clientConn) readOwn(ctx context.Context, p *pending) {
+	var stop func() bool
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, cc.interruptRead)
+	}
+	for len(p.done) == 0 && ctx.Err() == nil {
+		if !cc.waitMessage() || !cc.readOne(&cc.rmsg) {
+			break
+		}
+	}
+	if stop != nil {
+		stop()
+	}
+	cc.releaseRead()
+}
+
+// waitMessage waits for the next message to begin, where the caller's
+// context may end the wait; false when it did, or when the connection
+// failed.
+func (cc *clientConn) waitMessage() bool {
+	r := &cc.role
+	r.mu.Lock()
+	r.waiting = true
+	r.mu.Unlock()
+	err := cc.waiter.WaitFrame()
+	r.mu.Lock()
+	r.waiting = false
+	interrupted := r.interrupted
+	if interrupted {
+		r.interrupted = false
+		_ = cc.sock.SetReadDeadline(time.Time{})
+	}
+	r.mu.Unlock()
+	if err == nil {
+		return true
+	}
+	if interrupted && errors.Is(err, transport.ErrTimeout) {
+		return false // the socket is as it was
+	}
+	cc.recvFailed(err)
+	return false
+}
+
+// interruptRead ends a caller's wait for a message when its context ends.
+func (cc *clientConn) interruptRead() {
+	r := &cc.role
+	r.mu.Lock()
+	if r.waiting {
+		r.interrupted = true
+		_ = cc.sock.SetReadDeadline(longAgo)
+	}
+	r.mu.Unlock()
+}
+
+// quietSweep gives a reader back to the client connections that have had
+// none for quietAfter, and hands on the reading of server connections
+// whose call has run on the reading goroutine for quietAfter. It ticks
+// only while it has connections to watch.
+type quietSweep struct {
+	mu      sync.Mutex
+	items   map[sweepable]struct{}
+	running bool
+}
+
+// sweepable is a connection quietSweep watches: sweep reports whether it
+// is done with it.
+type sweepable interface{ sweep(now int64) bool }
+
+var sweep = &quietSweep{items: make(map[sweepable]struct{})}
+
+func (cc *clientConn) sweep(now int64) bool { return cc.resumeIfQuiet(now) }
+
+func (q *quietSweep) add(s sweepable) {
+	q.mu.Lock()
+	q.items[s] = struct{}{}
+	if !q.running {
+		q.running = true
+		go q.run()
+	}
+	q.mu.Unlock()
+}
+
+func (q *quietSweep) remove(s sweepable) {
+	q.mu.Lock()
+	delete(q.items, s)
+	q.mu.Unlock()
+}
+
+func (q *quietSweep) run() {
+	t := time.NewTicker(quietAfter)
+	defer t.Stop()
+	for {
+		q.mu.Lock()
+		if len(q.items) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		<-t.C
+		now := time.Now().UnixNano()
+		q.mu.Lock()
+		for s := range q.items {
+			if s.sweep(now) {
+				delete(q.items, s)
+			}
+		}
+		q.mu.Unlock()
+	}
+}

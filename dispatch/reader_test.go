@@ -1,0 +1,81 @@
+package dispatch_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport/dispatch"
+)
+
+// A call that comes alone runs on the goroutine that read it (over tcp),
+// and a caller reads its own reply while no other does: neither may let a
+// slow call hold up another on the same connection, nor leave the server's
+// Drain notice unread on a quiet connection.
+func TestReadingGoesOn(t *testing.T) {
+	for _, tt := range transports {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := tt.make(t)
+			srv, _, _ := newServer(t)
+			started, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			require.NoError(t, dispatch.Handle(srv, "Slow.Wait", func(ctx context.Context, args *int, reply *int) error {
+				once.Do(func() { close(started) })
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil
+			}))
+			addr := serve(t, srv, tr, tt.listen)
+			c, err := dispatch.Dial(context.Background(), tr, addr)
+			require.NoError(t, err)
+			defer c.Close()
+
+			// A slow call alone on the connection, then a quick one.
+			slow := make(chan error, 1)
+			go func() { slow <- c.Call(context.Background(), "Slow.Wait", new(1), new(int)) }()
+			recv(t, started, waitLong, "the slow call to start")
+			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+			defer cancel()
+			var p int
+			require.NoError(t, c.Call(ctx, "Arith.Multiply", Args{6, 7}, &p), "the quick call was held up by the slow one")
+			assert.Equal(t, 42, p)
+			select {
+			case err := <-slow:
+				t.Fatalf("the slow call ended before it was released: %v", err)
+			default:
+			}
+			close(release)
+			require.NoError(t, <-slow)
+
+			// A caller whose context ends while it reads its own reply.
+			short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancelShort()
+			blocked := make(chan struct{})
+			require.NoError(t, dispatch.Handle(srv, "Slow.Block", func(ctx context.Context, args *int, reply *int) error {
+				<-blocked
+				return nil
+			}))
+			err = c.Call(short, "Slow.Block", new(1), new(int))
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			close(blocked)
+			require.NoError(t, c.Call(context.Background(), "Arith.Multiply", Args{2, 3}, &p), "the connection went on")
+			assert.Equal(t, 6, p)
+
+			// The connection goes quiet: Shutdown's Drain notice is read
+			// and acknowledged, so Shutdown need not wait out
+			// DrainAckTimeout.
+			time.Sleep(20 * time.Millisecond)
+			begun := time.Now()
+			sctx, scancel := context.WithTimeout(context.Background(), waitLong)
+			defer scancel()
+			require.NoError(t, srv.Shutdown(sctx))
+			assert.Less(t, time.Since(begun), dispatch.DrainAckTimeout/2, "Shutdown waited for an acknowledgement nobody read the notice for")
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package dispatch
+
+import "time"
+
+// handedOn marks a serverConn's inline call whose connection quietSweep
+// has given another reader.
+const handedOn = -1
+
+// lone reports whether the call just started is the connection's only
+// one in flight: it may then run on the goroutine that read it.
+//
+// A server whose reader hands the reading on before each call (serverConn
+// run's leader and follower) wakes a second goroutine per call, and on more
+// than one core that wake costs more than the call (BenchmarkUnary's network
+// rows; floor-tcp-relay in bench/). A call that comes alone runs where it
+// was read, and the reader reads on when it returns: nothing else is
+// waiting to be read, unless a request arrives meanwhile — and for that,
+// once the call has run for quietAfter, quietSweep hands the reading to
+// another worker, so a slow call holds a second one up by that much at
+// most.
+func (c *serverConn) lone() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inflight == 1
+}
+
+// runInline runs call on the reading goroutine; false when the reading
+// was handed on meanwhile, and this goroutine must not read again.
+func (c *serverConn) runInline(call *serverCall) bool {
+	start := time.Now().UnixNano()
+	c.inline.Store(start)
+	sweep.add(c)
+	call.run()
+	return c.inline.CompareAndSwap(start, 0)
+}
+
+// sweep hands the reading on when the inline call has run for
+// quietAfter; it reports whether quietSweep is done with c.
+func (c *serverConn) sweep(now int64) bool {
+	start := c.inline.Load()
+	if start <= 0 {
+		return true // no inline call, or handed on already
+	}
+	if now-start < int64(quietAfter) {
+		return false
+	}
+	if c.inline.CompareAndSwap(start, handedOn) {
+		c.srv.work(c)
+	}
+	return true
+}
