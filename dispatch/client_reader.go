@@ -39,6 +39,9 @@ type readRole struct {
 	// where its context may interrupt it; interrupted, that it did.
 	waiting, interrupted bool
 	lastUse              int64 // when a caller last read (UnixNano)
+	// swept says quietSweep holds the connection, so that parking it
+	// again costs no visit to quietSweep's lock.
+	swept bool
 }
 
 type reader uint8
@@ -82,13 +85,14 @@ func (cc *clientConn) idle() bool {
 func (cc *clientConn) parkWatcher() {
 	r := &cc.role
 	r.mu.Lock()
-	park := !r.halted && cc.idle()
-	if park {
+	add := false
+	if !r.halted && cc.idle() {
 		r.who = readByNobody
 		r.lastUse = time.Now().UnixNano()
+		add, r.swept = !r.swept, true
 	}
 	r.mu.Unlock()
-	if park {
+	if add {
 		sweep.add(cc)
 	}
 }
@@ -125,16 +129,17 @@ func (cc *clientConn) needReader() {
 func (cc *clientConn) releaseRead() {
 	r := &cc.role
 	r.mu.Lock()
-	parked := cc.idle()
-	if parked {
+	add := false
+	if cc.idle() {
 		r.who = readByNobody
 		r.lastUse = time.Now().UnixNano()
+		add, r.swept = !r.swept, true
 	} else {
 		r.who = readByWatcher
 		r.cond.Broadcast()
 	}
 	r.mu.Unlock()
-	if parked {
+	if add {
 		sweep.add(cc)
 	}
 }
@@ -146,14 +151,14 @@ func (cc *clientConn) resumeIfQuiet(now int64) bool {
 	r := &cc.role
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.halted || r.who != readByNobody {
-		return true
-	}
-	if now-r.lastUse < int64(quietAfter) {
+	if !r.halted && r.who == readByNobody && now-r.lastUse < int64(quietAfter) {
 		return false
 	}
-	r.who = readByWatcher
-	r.cond.Broadcast()
+	if !r.halted && r.who == readByNobody {
+		r.who = readByWatcher
+		r.cond.Broadcast()
+	}
+	r.swept = false // parked again, it is added again
 	return true
 }
 

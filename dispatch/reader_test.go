@@ -21,12 +21,17 @@ func TestReadingGoesOn(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := tt.make(t)
 			srv, _, _ := newServer(t)
-			started, release := make(chan struct{}), make(chan struct{})
-			var once sync.Once
+			// Each round's slow call signals started and waits for
+			// release.
+			var mu sync.Mutex
+			var started, release chan struct{}
 			require.NoError(t, dispatch.Handle(srv, "Slow.Wait", func(ctx context.Context, args *int, reply *int) error {
-				once.Do(func() { close(started) })
+				mu.Lock()
+				s, r := started, release
+				mu.Unlock()
+				close(s)
 				select {
-				case <-release:
+				case <-r:
 				case <-ctx.Done():
 				}
 				return nil
@@ -36,22 +41,29 @@ func TestReadingGoesOn(t *testing.T) {
 			require.NoError(t, err)
 			defer c.Close()
 
-			// A slow call alone on the connection, then a quick one.
-			slow := make(chan error, 1)
-			go func() { slow <- c.Call(context.Background(), "Slow.Wait", new(1), new(int)) }()
-			recv(t, started, waitLong, "the slow call to start")
-			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-			defer cancel()
+			// A slow call alone on the connection, then a quick one; twice,
+			// as the reading handed on once must be handed on again.
 			var p int
-			require.NoError(t, c.Call(ctx, "Arith.Multiply", Args{6, 7}, &p), "the quick call was held up by the slow one")
-			assert.Equal(t, 42, p)
-			select {
-			case err := <-slow:
-				t.Fatalf("the slow call ended before it was released: %v", err)
-			default:
+			for round := range 2 {
+				mu.Lock()
+				started, release = make(chan struct{}), make(chan struct{})
+				s, r := started, release
+				mu.Unlock()
+				slow := make(chan error, 1)
+				go func() { slow <- c.Call(context.Background(), "Slow.Wait", new(1), new(int)) }()
+				recv(t, s, waitLong, "the slow call to start")
+				ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+				require.NoError(t, c.Call(ctx, "Arith.Multiply", Args{6, 7}, &p), "round %d: the quick call was held up by the slow one", round)
+				cancel()
+				assert.Equal(t, 42, p)
+				select {
+				case err := <-slow:
+					t.Fatalf("round %d: the slow call ended before it was released: %v", round, err)
+				default:
+				}
+				close(r)
+				require.NoError(t, <-slow)
 			}
-			close(release)
-			require.NoError(t, <-slow)
 
 			// A caller whose context ends while it reads its own reply.
 			short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)

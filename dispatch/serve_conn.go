@@ -67,6 +67,9 @@ type serverConn struct {
 	// (UnixNano), 0 when none does, handedOn once quietSweep has given
 	// the reading to another worker (inlineCall).
 	inline atomic.Int64
+	// swept says quietSweep holds the connection, so that a call run
+	// inline costs no visit to quietSweep's lock.
+	swept atomic.Bool
 	// inlineOK is set when sock is a transport.FrameWaiter, the transports
 	// a call that comes alone is faster on the reading goroutine over.
 	inlineOK bool

@@ -29,7 +29,9 @@ func (c *serverConn) lone() bool {
 func (c *serverConn) runInline(call *serverCall) bool {
 	start := time.Now().UnixNano()
 	c.inline.Store(start)
-	sweep.add(c)
+	if c.swept.CompareAndSwap(false, true) {
+		sweep.add(c)
+	}
 	call.run()
 	return c.inline.CompareAndSwap(start, 0)
 }
@@ -38,14 +40,17 @@ func (c *serverConn) runInline(call *serverCall) bool {
 // quietAfter; it reports whether quietSweep is done with c.
 func (c *serverConn) sweep(now int64) bool {
 	start := c.inline.Load()
-	if start <= 0 {
-		return true // no inline call, or handed on already
-	}
-	if now-start < int64(quietAfter) {
+	if start > 0 && now-start < int64(quietAfter) {
 		return false
 	}
-	if c.inline.CompareAndSwap(start, handedOn) {
+	if start > 0 && c.inline.CompareAndSwap(start, handedOn) {
 		c.srv.work(c)
+	}
+	// Let go of c. A call that began meanwhile found swept still set and
+	// did not add c again: look once more after clearing it.
+	c.swept.Store(false)
+	if s := c.inline.Load(); s > 0 && c.swept.CompareAndSwap(false, true) {
+		return false
 	}
 	return true
 }
