@@ -254,30 +254,12 @@ func setupFloorTCPRelay(tb testing.TB, sz size) func() callFunc {
 				}
 			}
 		})
-		wg.Go(func() { // the reader
-			defer close(reqs)
-			for {
-				req := make([]byte, in)
-				if _, err := io.ReadFull(c, req); err != nil {
-					return
-				}
-				reqs <- req
-			}
-		})
+		wg.Go(func() { relay(c, in, reqs) }) // the reader
 	})
 	return func() callFunc {
 		c := lb.dial(tb)
 		replies := make(chan []byte)
-		lb.wg.Go(func() { // the client's reader
-			defer close(replies)
-			for {
-				r := make([]byte, out)
-				if _, err := io.ReadFull(c, r); err != nil {
-					return
-				}
-				replies <- r
-			}
-		})
+		lb.wg.Go(func() { relay(c, out, replies) }) // the client's reader
 		buf := make([]byte, 16)
 		return func(_ context.Context, m method, args, reply any) error {
 			switch m {
@@ -305,6 +287,19 @@ func setupFloorTCPRelay(tb testing.TB, sz size) func() callFunc {
 			}
 			return nil
 		}
+	}
+}
+
+// relay reads messages of n bytes from c and hands each on over to, a new
+// slice each, until c fails; then it closes to.
+func relay(c net.Conn, n int, to chan<- []byte) {
+	defer close(to)
+	for {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(c, b); err != nil {
+			return
+		}
+		to <- b
 	}
 }
 
