@@ -165,24 +165,17 @@ func setupFloorTCP(tb testing.TB, sz size) func() callFunc {
 		c := lb.dial(tb)
 		buf := make([]byte, 16)
 		return func(_ context.Context, m method, args, reply any) error {
+			if err := writeRawRequest(c, buf, m, args); err != nil {
+				return err
+			}
 			switch m {
 			case multiply:
-				a := args.(*Args)
-				binary.LittleEndian.PutUint64(buf[0:8], uint64(a.A))
-				binary.LittleEndian.PutUint64(buf[8:16], uint64(a.B))
-				if _, err := c.Write(buf[:16]); err != nil {
-					return err
-				}
 				if _, err := io.ReadFull(c, buf[:8]); err != nil {
 					return err
 				}
 				reply.(*Product).P = int64(binary.LittleEndian.Uint64(buf[:8]))
 			case echo:
-				p := args.(*Payload)
-				if _, err := c.Write(p.Data); err != nil {
-					return err
-				}
-				out := make([]byte, len(p.Data))
+				out := make([]byte, len(args.(*Payload).Data))
 				if _, err := io.ReadFull(c, out); err != nil {
 					return err
 				}
@@ -262,18 +255,8 @@ func setupFloorTCPRelay(tb testing.TB, sz size) func() callFunc {
 		lb.wg.Go(func() { relay(c, out, replies) }) // the client's reader
 		buf := make([]byte, 16)
 		return func(_ context.Context, m method, args, reply any) error {
-			switch m {
-			case multiply:
-				a := args.(*Args)
-				binary.LittleEndian.PutUint64(buf[0:8], uint64(a.A))
-				binary.LittleEndian.PutUint64(buf[8:16], uint64(a.B))
-				if _, err := c.Write(buf); err != nil {
-					return err
-				}
-			case echo:
-				if _, err := c.Write(args.(*Payload).Data); err != nil {
-					return err
-				}
+			if err := writeRawRequest(c, buf, m, args); err != nil {
+				return err
 			}
 			r, ok := <-replies
 			if !ok {
@@ -288,6 +271,20 @@ func setupFloorTCPRelay(tb testing.TB, sz size) func() callFunc {
 			return nil
 		}
 	}
+}
+
+// writeRawRequest writes a tcp floor's request: A and B as 16
+// little-endian bytes, encoded in buf, for multiply; the payload for echo.
+func writeRawRequest(c net.Conn, buf []byte, m method, args any) error {
+	if m == echo {
+		_, err := c.Write(args.(*Payload).Data)
+		return err
+	}
+	a := args.(*Args)
+	binary.LittleEndian.PutUint64(buf[0:8], uint64(a.A))
+	binary.LittleEndian.PutUint64(buf[8:16], uint64(a.B))
+	_, err := c.Write(buf[:16])
+	return err
 }
 
 // relay reads messages of n bytes from c and hands each on over to, a new
