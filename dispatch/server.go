@@ -44,8 +44,9 @@ type Server struct {
 	closing   chan struct{} // closed with closed, to end an accept backoff
 	listeners map[transport.Listener]struct{}
 	conns     map[*serverConn]struct{}
-	serving   sync.WaitGroup // Serve loops and connections
-	onStop    []func()       // RegisterOnShutdown's
+	serving   sync.WaitGroup  // Serve loops and connections
+	onStop    []func()        // RegisterOnShutdown's, until the Server stops
+	hooksRun  []chan struct{} // then each started hook's, closed as it returns
 
 	tasks    chan task // to idle workers
 	workers  sync.WaitGroup
@@ -369,20 +370,28 @@ func (s *Server) untrack(c *serverConn) {
 // Shutdown stops the Server gracefully: it closes the listeners at once,
 // turns new calls away with CodeUnavailable — on connections still open and
 // from shortcut Clients that reached the Server alike — waits for the calls
-// in flight to finish or for ctx to end, and then closes every connection
-// (a later call then meets a closed listener, on every path). It returns
-// ctx.Err() if ctx ended first. Each connection's peer is told at once
-// that the Server is draining (WIRE.md, Drain), and the connection is
-// closed only once the peer has promised to send no new call (or after
-// DrainAckTimeout), so that no call is lost in a closing connection: each
-// is answered or refused, which a Client of replicas retries elsewhere.
+// and streams in flight to finish or for ctx to end, and then closes every
+// connection (a later call then meets a closed listener, on every path).
+// Each connection's peer is told at once that the Server is draining
+// (WIRE.md, Drain), and the connection is closed only once the peer has
+// promised to send no new call (or after DrainAckTimeout), so that no call
+// is lost in a closing connection: each is answered or refused, which a
+// Client of replicas retries elsewhere.
+//
+// The functions given to RegisterOnShutdown are started as Shutdown
+// begins, and Shutdown returns only once they have returned too: a
+// registration they withdraw is gone when Shutdown returns, even with
+// nothing in flight, so a process may exit then. It returns ctx.Err() if
+// ctx ended first — before the calls in flight finished (which are then
+// cut off, as by Close) or before the hooks returned (which go on, on
+// their goroutines; Shutdown does not wait for them any longer).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.CompareAndSwap(serving, draining)
 	s.stopAccepting()
 	acks := s.notifyDrain()
 	err := s.gate.wait(ctx)
 	if err == nil {
-		err = waitDrained(ctx, acks)
+		err = waitAll(ctx, acks)
 	}
 	if err != nil {
 		s.stop()
@@ -395,6 +404,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	} else {
 		// Calls still running end with their handlers; idle workers end now.
 		s.quitOnce.Do(func() { close(s.quit) })
+	}
+	if err == nil {
+		err = waitAll(ctx, s.startedHooks())
 	}
 	return err
 }
@@ -438,11 +450,11 @@ func (s *Server) notifyDrain() []chan struct{} {
 	return acks
 }
 
-// waitDrained waits for every ack, or for ctx to end.
-func waitDrained(ctx context.Context, acks []chan struct{}) error {
-	for _, ack := range acks {
+// waitAll waits for every channel to close, or for ctx to end.
+func waitAll(ctx context.Context, chs []chan struct{}) error {
+	for _, ch := range chs {
 		select {
-		case <-ack:
+		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -459,6 +471,10 @@ func (s *Server) stopWorkers() {
 
 // Close stops the Server at once: listeners and connections are closed and
 // calls in flight get no reply (their callers see the connection fail).
+// It starts the functions given to RegisterOnShutdown, as Shutdown does
+// (a registration is withdrawn however the Server stops), but does not
+// wait for them: a hook that blocks does not hold Close up. A Shutdown
+// called after Close waits for them, bounded by its ctx.
 func (s *Server) Close() error {
 	s.draining.Store(drained)
 	s.stopAccepting()
@@ -483,26 +499,56 @@ func (s *Server) unwatch(c *shortcutCtx) { s.watching.remove(c) }
 // RegisterOnShutdown registers f to be called, on a goroutine of its own,
 // when Shutdown or Close begins, as net/http's Server does: a registration
 // with a service registry (an etcd lease, say) can be withdrawn there, so
-// that callers stop choosing this Server while it drains. Registered after
-// the Server has begun to stop, f is called at once.
+// that callers stop choosing this Server while it drains. Shutdown returns
+// only once every f has returned, or when its ctx ends: f should be bounded
+// by its own deadline, for a hook that never returns keeps its goroutine
+// for good, and must not wait for Shutdown itself. Close starts f and does not wait for it. Registered after the
+// Server has begun to stop, f is called at once, and a Shutdown still
+// under way, or a later one, waits for it too.
 func (s *Server) RegisterOnShutdown(f func()) {
 	s.mu.Lock()
-	stopped := s.closed
-	if !stopped {
+	if !s.closed {
 		s.onStop = append(s.onStop, f)
+		s.mu.Unlock()
+		return
 	}
+	run := s.trackHooksLocked([]func(){f})
 	s.mu.Unlock()
-	if stopped {
-		go f()
+	run()
+}
+
+// trackHooksLocked records hooks as started and returns what starts them;
+// s.mu is held.
+func (s *Server) trackHooksLocked(hooks []func()) (run func()) {
+	dones := make([]chan struct{}, len(hooks))
+	for i := range dones {
+		dones[i] = make(chan struct{})
 	}
+	s.hooksRun = append(s.hooksRun, dones...)
+	return func() {
+		for i, f := range hooks {
+			go func() {
+				defer close(dones[i])
+				f()
+			}()
+		}
+	}
+}
+
+// startedHooks returns the done channels of the hooks started so far.
+func (s *Server) startedHooks() []chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.hooksRun)
 }
 
 func (s *Server) stopAccepting() {
 	s.mu.Lock()
-	var hooks []func()
+	run := func() {}
 	if !s.closed {
 		close(s.closing)
-		hooks, s.onStop = s.onStop, nil
+		run = s.trackHooksLocked(s.onStop)
+		s.onStop = nil
 	}
 	s.closed = true
 	ls := make([]transport.Listener, 0, len(s.listeners))
@@ -510,9 +556,7 @@ func (s *Server) stopAccepting() {
 		ls = append(ls, l)
 	}
 	s.mu.Unlock()
-	for _, f := range hooks {
-		go f()
-	}
+	run()
 	s.gate.close()
 	for _, l := range ls {
 		l.Close()

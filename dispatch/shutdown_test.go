@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -359,4 +360,102 @@ func TestStartListenerClosedIsNotAnError(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(log.String(), "stopped serving") }, waitLong, time.Millisecond)
 	assert.Contains(t, log.String(), "level=INFO msg=\"dispatch: listener closed; stopped serving it\"")
 	assert.NotContains(t, log.String(), "level=ERROR")
+}
+
+// Bug: Shutdown started the RegisterOnShutdown hooks and returned without
+// waiting for them, at once when nothing was in flight, so that a process
+// exiting after Shutdown cut its hooks off (an etcd registration then
+// stayed for a whole lease). Shutdown returns once they have returned.
+func TestShutdownWaitsForHooks(t *testing.T) {
+	srv, _, _ := newServer(t)
+	l, err := memory.New().Listen("")
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(l))
+	var ran [2]atomic.Bool
+	for i := range ran {
+		srv.RegisterOnShutdown(func() {
+			time.Sleep(100 * time.Millisecond) // a registry's round trip, say
+			ran[i].Store(true)
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, srv.Shutdown(ctx))
+	assert.True(t, ran[0].Load() && ran[1].Load(), "Shutdown returned before its hooks did")
+}
+
+// A hook that does not return holds Shutdown up only until ctx ends: then
+// Shutdown returns ctx's error, and leaves nothing of its own behind (the
+// hook's goroutine ends when the hook does).
+func TestShutdownHookBoundedByContext(t *testing.T) {
+	for _, how := range []string{"deadline", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			ignore := goleak.IgnoreCurrent()
+			srv, _, _ := newServer(t)
+			l, err := memory.New().Listen("")
+			require.NoError(t, err)
+			require.NoError(t, srv.Start(l))
+			release, returned := make(chan struct{}), make(chan struct{})
+			srv.RegisterOnShutdown(func() {
+				defer close(returned)
+				<-release
+			})
+			var ctx context.Context
+			var cancel context.CancelFunc
+			want := context.DeadlineExceeded
+			if how == "deadline" {
+				ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+			} else {
+				ctx, cancel = context.WithCancel(context.Background())
+				time.AfterFunc(50*time.Millisecond, cancel)
+				want = context.Canceled
+			}
+			defer cancel()
+			assert.Equal(t, want, recv(t, shutdownAsync(srv, ctx), waitLong, "Shutdown, with a hook that blocks"))
+			quiet(t, returned, "the blocked hook's return")
+
+			// The Server has stopped all the same: a Shutdown, then a Close,
+			// once the hook returns, has nothing left to wait for.
+			close(release)
+			recv(t, returned, waitLong, "the hook's return")
+			require.NoError(t, srv.Shutdown(context.Background()))
+			require.NoError(t, srv.Close())
+			assert.NoError(t, goleak.Find(ignore))
+		})
+	}
+}
+
+// Close starts the hooks, so that a registration is withdrawn however the
+// Server stops, but does not wait for them: a hook that blocks does not
+// hold Close up. A Shutdown after Close waits for them, bounded by its ctx.
+func TestCloseStartsHooksWithoutWaiting(t *testing.T) {
+	srv, _, _ := newServer(t)
+	l, err := memory.New().Listen("")
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(l))
+	started, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	srv.RegisterOnShutdown(func() {
+		defer close(returned)
+		close(started)
+		<-release
+	})
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	require.NoError(t, recv(t, closed, waitLong, "Close, with a hook that blocks"))
+	recv(t, started, waitLong, "the hook Close started")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, srv.Shutdown(ctx), context.DeadlineExceeded, "Shutdown after Close waits for the hook")
+
+	// Registered after the Server stopped: called at once, and waited for.
+	var late atomic.Bool
+	srv.RegisterOnShutdown(func() {
+		time.Sleep(20 * time.Millisecond)
+		late.Store(true)
+	})
+	close(release)
+	recv(t, returned, waitLong, "the hook's return")
+	require.NoError(t, srv.Shutdown(context.Background()))
+	assert.True(t, late.Load(), "Shutdown returned before the hook registered late")
 }

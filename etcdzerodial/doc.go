@@ -31,7 +31,9 @@
 //
 //   - when the Server's Shutdown or Close begins (Register hands
 //     Registration.Close to dispatch.Server.RegisterOnShutdown), so that
-//     callers stop choosing the server before it stops answering;
+//     callers stop choosing the server before it stops answering; Shutdown
+//     returns only once the key is gone (bounded by its ctx), so a process
+//     may exit then, while Close does not wait for it;
 //   - when Registration.Close is called: it revokes the lease;
 //   - when the process dies, or its etcd client is closed: the lease expires
 //     a TTL after its last keep-alive, and etcd deletes the key.

@@ -58,8 +58,10 @@ type Registration struct {
 // with it — when srv's Shutdown or Close begins (Register hands
 // Registration.Close to srv.RegisterOnShutdown), so that callers stop
 // choosing the server while it drains, or when the Registration's Close is
-// called. srv may be nil, for an address served some other way; then only
-// Close withdraws it.
+// called. srv's Shutdown returns only once the key is gone (or its ctx has
+// ended), so a process may exit as soon as Shutdown returns; srv's Close
+// starts the withdrawal and does not wait for it. srv may be nil, for an
+// address served some other way; then only Close withdraws it.
 //
 // ctx bounds the registering alone (the lease's grant and the put), not the
 // Registration's life. service must be non-empty and hold no '/'; addr
