@@ -90,7 +90,7 @@ func (c *callCtx) doneLocked() <-chan struct{} {
 
 // Value returns the caller's metadata for MetadataFrom and the call itself
 // for SetReplyMetadata, and nothing else; serverCall and shortcutCtx add
-// the call's CallInfo.
+// the call's CallInfo and its Server.
 func (c *callCtx) Value(key any) any {
 	switch key.(type) {
 	case incomingKey:
@@ -146,10 +146,14 @@ type shortcutCtx struct {
 	m       *method     // the method called
 }
 
-// Value adds the call's CallInfo to callCtx's values.
+// Value adds the call's CallInfo and its Server (ShuttingDown) to
+// callCtx's values.
 func (c *shortcutCtx) Value(key any) any {
-	if _, ok := key.(callInfoKey); ok {
+	switch key.(type) {
+	case callInfoKey:
 		return c.callInfo(c.describe)
+	case serverKey:
+		return c.ent.srv
 	}
 	return c.callCtx.Value(key)
 }

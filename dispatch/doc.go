@@ -40,5 +40,8 @@
 // pointer is not measured, as a direct call's arguments and reply are not.
 // What a Server's handler has not yet consumed counts in its connection's
 // byte budget (WithMaxBytesPerConn): a stream whose messages take the
-// connection past it ends with CodeResourceExhausted.
+// connection past it ends with CodeResourceExhausted. A Server's Shutdown
+// waits for open streams as for calls in flight; ShuttingDown tells their
+// handlers that it has begun, so that a stream that would run until its
+// caller leaves can end then.
 package dispatch

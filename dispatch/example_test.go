@@ -382,6 +382,53 @@ func ExampleServer_Shutdown() {
 	// the call in flight: finished <nil>
 }
 
+// A stream that runs until its caller leaves — a watch, a subscription —
+// ends when its Server shuts down: its handler learns of it from
+// ShuttingDown and returns, the caller's range ends without an error, and
+// Shutdown does not wait for its deadline.
+func ExampleShuttingDown() {
+	srv := dispatch.NewServer()
+	updates := make(chan string, 1)
+	err := dispatch.HandleStream(srv, "Config.Watch", func(ctx context.Context, s *dispatch.ServerStream[struct{}, string]) error {
+		for {
+			select {
+			case u := <-updates:
+				if err := s.Send(&u); err != nil {
+					return err
+				}
+			case <-dispatch.ShuttingDown(ctx):
+				return nil // a clean end; the caller may watch another replica
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("config")
+	_ = srv.Start(l)
+	c, _ := dispatch.Dial(context.Background(), tr, "config")
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	shutdown := make(chan error, 1)
+	updates <- "v1"
+	for u, err := range dispatch.CallStream[struct{}, string](ctx, c, "Config.Watch", nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("update:", *u)
+		go func() { shutdown <- srv.Shutdown(ctx) }() // while the stream is open
+	}
+	fmt.Println("the stream ended; shutdown:", <-shutdown, "before its deadline:", ctx.Err() == nil)
+	// Output:
+	// update: v1
+	// the stream ended; shutdown: <nil> before its deadline: true
+}
+
 // TLS is a transport option, the same for tcp and mux: the listener's
 // transport takes the server configuration, the client's the client one.
 // With mutual TLS the listener requires a client certificate; the shortcut

@@ -39,9 +39,11 @@ type Server struct {
 	stopOnce sync.Once
 	watching watchers // shortcut handler contexts to end then
 
-	mu        sync.Mutex
-	closed    bool
-	closing   chan struct{} // closed with closed, to end an accept backoff
+	mu     sync.Mutex
+	closed bool
+	// closing is closed with closed: it ends an accept backoff, and it is
+	// what ShuttingDown gives the Server's handlers.
+	closing   chan struct{}
 	listeners map[transport.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	serving   sync.WaitGroup  // Serve loops and connections
@@ -385,6 +387,10 @@ func (s *Server) untrack(c *serverConn) {
 // ctx ended first — before the calls in flight finished (which are then
 // cut off, as by Close) or before the hooks returned (which go on, on
 // their goroutines; Shutdown does not wait for them any longer).
+//
+// A handler learns that Shutdown has begun from ShuttingDown(ctx): a
+// stream that would run until its caller leaves (a subscription, a watch)
+// should end then, or Shutdown waits for it until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.CompareAndSwap(serving, draining)
 	s.stopAccepting()
@@ -410,6 +416,32 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	return err
 }
+
+// ShuttingDown returns a channel that is closed when the Server serving
+// the call of ctx — a handler's context, or one derived from it — begins
+// to stop (Shutdown or Close), for a handler to end what it would
+// otherwise go on with until its caller leaves: a stream of updates, a
+// long poll. Outside a handler it returns nil, which never closes, as
+// context.Background().Done() does. It is the same on every path.
+//
+// Shutdown does not cancel a handler's context (calls in flight may finish
+// their work: that is the graceful promise), and it waits for every call
+// and stream in flight; so a handler that streams until told should
+// select on this channel and return. Returning nil ends the stream cleanly
+// (the caller's Recv range ends without an error, as after any handler
+// that succeeds); returning an *Error with CodeUnavailable tells the
+// caller that it may open the stream again elsewhere. Close ends the
+// handlers' contexts too.
+func ShuttingDown(ctx context.Context) <-chan struct{} {
+	if s, ok := ctx.Value(serverKey{}).(*Server); ok && s != nil {
+		return s.closing
+	}
+	return nil
+}
+
+// serverKey is the context key under which a handler's context gives its
+// Server, for ShuttingDown.
+type serverKey struct{}
 
 // DrainAckTimeout bounds how long Shutdown waits, once the calls in flight
 // are done, for each connection's peer to acknowledge the Drain notice

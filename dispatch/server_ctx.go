@@ -35,10 +35,14 @@ type serverCall struct {
 	timer       *time.Timer
 }
 
-// Value adds the call's CallInfo to callCtx's values.
+// Value adds the call's CallInfo and its Server (ShuttingDown) to
+// callCtx's values.
 func (c *serverCall) Value(key any) any {
-	if _, ok := key.(callInfoKey); ok {
+	switch key.(type) {
+	case callInfoKey:
 		return c.callInfo(c.describe)
+	case serverKey:
+		return c.conn.srv
 	}
 	return c.callCtx.Value(key)
 }

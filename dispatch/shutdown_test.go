@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -458,4 +459,139 @@ func TestCloseStartsHooksWithoutWaiting(t *testing.T) {
 	recv(t, returned, waitLong, "the hook's return")
 	require.NoError(t, srv.Shutdown(context.Background()))
 	assert.True(t, late.Load(), "Shutdown returned before the hook registered late")
+}
+
+// ShuttingDown is nil outside a handler: on a Client's side of a call,
+// and on a context that never reached a Server.
+func TestShuttingDownOutsideHandler(t *testing.T) {
+	assert.Nil(t, dispatch.ShuttingDown(context.Background()))
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t)
+			seen := make(chan (<-chan struct{}), 1)
+			c, err := dispatch.Dial(context.Background(), e.tr, e.addr, append(slices.Clone(e.opts), dispatch.WithInterceptors(
+				func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
+					seen <- dispatch.ShuttingDown(ctx)
+					return next(ctx, args, reply)
+				}))...)
+			require.NoError(t, err)
+			defer c.Close()
+			require.NoError(t, c.Call(context.Background(), "Arith.Multiply", Args{2, 3}, new(int)))
+			assert.Nil(t, recv(t, seen, waitLong, "the client interceptor"))
+		})
+	}
+}
+
+// Bug: a stream that runs until its caller leaves (a watch, a
+// subscription) kept Shutdown waiting until its ctx ended, and its handler
+// could not learn that the Server was stopping. ShuttingDown(ctx) tells
+// the handler, on every path, without cancelling its context; the handler
+// returns, the caller's stream ends cleanly, and Shutdown returns long
+// before its ctx ends. The same for a call (a long poll).
+func TestShuttingDownEndsStreamsAndCalls(t *testing.T) {
+	for _, p := range paths {
+		// The caller's context: one that cannot end takes the shortcut's
+		// fast way for CallStream (the handler on the caller's goroutine).
+		for _, cctx := range []string{"background", "cancellable"} {
+			t.Run(p.name+"/"+cctx, func(t *testing.T) {
+				e := p.setup(t)
+				told := make(chan error, 2) // the handler's ctx.Err() when told
+				early := make(chan struct{}, 2)
+				wait := func(ctx context.Context) bool {
+					select {
+					case <-dispatch.ShuttingDown(ctx):
+						early <- struct{}{} // told before Shutdown began
+					default:
+					}
+					select {
+					case <-dispatch.ShuttingDown(ctx):
+						told <- ctx.Err()
+						return true
+					case <-ctx.Done():
+						return false
+					}
+				}
+				require.NoError(t, dispatch.HandleStream(e.server, "Watch.Ticks", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
+					if err := s.Send(&Num{1}); err != nil {
+						return err
+					}
+					if !wait(ctx) {
+						return ctx.Err()
+					}
+					return nil // a clean end
+				}, dispatch.Borrows()))
+				pollStarted := make(chan struct{}, 1)
+				require.NoError(t, dispatch.Handle(e.server, "Poll.Wait", func(ctx context.Context, _ *struct{}, reply *string) error {
+					pollStarted <- struct{}{}
+					if !wait(ctx) {
+						return ctx.Err()
+					}
+					*reply = "shutting down"
+					return nil
+				}, dispatch.Borrows()))
+
+				ctx := context.Background()
+				if cctx == "cancellable" {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					defer cancel()
+				}
+				got, ended := make(chan int), make(chan error, 1)
+				go func() {
+					for m, err := range dispatch.CallStream[Num, Num](ctx, e.client, "Watch.Ticks", &Num{}) {
+						if err != nil {
+							ended <- err
+							return
+						}
+						got <- m.N
+					}
+					ended <- nil
+				}()
+				assert.Equal(t, 1, recv(t, got, waitLong, "the stream's first message"))
+				var reply string
+				polled := callAsync(e.client, ctx, "Poll.Wait", nil, &reply)
+				recv(t, pollStarted, waitLong, "the poll's handler")
+				quiet(t, told, "the handlers told of a Shutdown not begun")
+
+				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				start := time.Now()
+				done := shutdownAsync(e.server, sctx)
+				for range 2 {
+					assert.NoError(t, recv(t, told, waitLong, "a handler told of the Shutdown"),
+						"the handler's context ended at Shutdown's start")
+				}
+				assert.NoError(t, recv(t, ended, waitLong, "the stream's clean end"))
+				assert.NoError(t, recv(t, polled, waitLong, "the poll's reply"))
+				assert.Equal(t, "shutting down", reply)
+				require.NoError(t, recv(t, done, waitLong, "Shutdown, its streams and calls ended"))
+				t.Logf("Shutdown took %v", time.Since(start))
+				assert.Empty(t, early)
+			})
+		}
+	}
+}
+
+// Close, too, closes ShuttingDown's channel (as well as ending the
+// handlers' contexts), on every path.
+func TestShuttingDownAtClose(t *testing.T) {
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t)
+			started, told := make(chan struct{}, 1), make(chan struct{}, 1)
+			require.NoError(t, dispatch.Handle(e.server, "Poll.Wait", func(ctx context.Context, _ *struct{}, reply *string) error {
+				started <- struct{}{}
+				<-dispatch.ShuttingDown(ctx) // and nothing else
+				told <- struct{}{}
+				return nil
+			}))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errc := callAsync(e.client, ctx, "Poll.Wait", nil, new(string))
+			recv(t, started, waitLong, "the handler")
+			require.NoError(t, e.server.Close())
+			recv(t, told, waitLong, "the handler told of the Close")
+			recv(t, errc, waitLong, "the call")
+		})
+	}
 }

@@ -64,7 +64,10 @@ type streamMethod struct {
 // carries the caller's deadline and metadata (MetadataFrom), its CallInfo
 // (CallInfoFrom) and reply metadata (SetReplyMetadata, sent with the end
 // of the stream); the context ends when the caller's context ends, when the
-// caller closes the stream, or when the connection does. What fn returns
+// caller closes the stream, or when the connection does. It does not end
+// when the Server's Shutdown begins — Shutdown waits for the stream — but
+// ShuttingDown(ctx) is closed then: a stream that would run until its
+// caller leaves should return then. What fn returns
 // ends the stream: the caller's Recv yields its error, if any, after the
 // messages sent before it, mapped as a unary call's error is (an *Error
 // with its code; a panic is CodeInternal).

@@ -77,6 +77,55 @@ func Example_service() {
 	// Output: 42 <nil> 13 <nil>
 }
 
+// A stream that runs until its caller leaves ends when its Server's
+// Shutdown begins, so that Shutdown need not wait for its deadline.
+func Example_streamShutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv := dispatch.NewServer()
+	updates := make(chan string, 1)
+	err := dispatch.HandleStream(srv, "Config.Watch", func(ctx context.Context, s *dispatch.ServerStream[struct{}, string]) error {
+		for {
+			select {
+			case u := <-updates:
+				if err := s.Send(&u); err != nil {
+					return err
+				}
+			case <-dispatch.ShuttingDown(ctx): // the Server's Shutdown has begun
+				return nil // a clean end: the caller's range ends without an error
+			case <-ctx.Done(): // the caller has gone
+				return ctx.Err()
+			}
+		}
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("config")
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	c, err := dispatch.Dial(ctx, tr, "config")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	updates <- "v1"
+	shutdown := make(chan error, 1)
+	for u, err := range dispatch.CallStream[struct{}, string](ctx, c, "Config.Watch", nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(*u)
+		go func() { shutdown <- srv.Shutdown(ctx) }()
+	}
+	fmt.Println("ended;", "shutdown:", <-shutdown)
+	// Output:
+	// v1
+	// ended; shutdown: <nil>
+}
+
 // The same client, with the shortcut: no socket when the address is served
 // in this process.
 func Example_shortcut() {
