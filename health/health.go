@@ -161,7 +161,8 @@ func (h *Server) Register(srv *dispatch.Server) error {
 
 // watch streams the status of the service the caller names: the current
 // one at once, then each change, until the caller stops or the Server
-// stops serving.
+// begins to stop. Then it reports NotServing and returns, for Shutdown
+// waits for every stream in flight.
 func (h *Server) watch(ctx context.Context, s *dispatch.ServerStream[CheckRequest, CheckResponse]) error {
 	var service string
 	for req, err := range s.Recv() { // the one request
@@ -181,6 +182,13 @@ func (h *Server) watch(ctx context.Context, s *dispatch.ServerStream[CheckReques
 		}
 		select {
 		case <-changed:
+		case <-dispatch.ShuttingDown(ctx):
+			if last != NotServing {
+				if err := s.Send(&CheckResponse{Status: NotServing}); err != nil {
+					return err
+				}
+			}
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -209,7 +217,10 @@ func (h *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Watch asks the Server behind c for service's status ("" for the whole
 // server's) and yields it, then every change, until ctx ends (yielded as
-// the last error) or the caller stops ranging, which ends the watch.
+// the last error) or the caller stops ranging, which ends the watch. When
+// the dispatch Server's Shutdown begins, the watch yields NotServing (if
+// that was not the last status) and ends without an error, so that the
+// Server's Shutdown does not wait for its watchers.
 func Watch(ctx context.Context, c *dispatch.Client, service string) iter.Seq2[Status, error] {
 	return func(yield func(Status, error) bool) {
 		for resp, err := range dispatch.CallStream[CheckRequest, CheckResponse](ctx, c, WatchMethod, &CheckRequest{Service: service}) {

@@ -22,6 +22,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // checked serves h on a new dispatch Server, and returns Clients of it
 // over the network and over the shortcut.
 func checked(t *testing.T, h *health.Server) map[string]*dispatch.Client {
+	_, clients := checkedBy(t, h)
+	return clients
+}
+
+// checkedBy is checked, also returning the dispatch Server.
+func checkedBy(t *testing.T, h *health.Server) (*dispatch.Server, map[string]*dispatch.Client) {
 	srv := dispatch.NewServer()
 	t.Cleanup(func() { srv.Close() })
 	require.NoError(t, h.Register(srv))
@@ -44,7 +50,7 @@ func checked(t *testing.T, h *health.Server) map[string]*dispatch.Client {
 	dial("tcp", c, err)
 	c, err = dispatch.Dial(context.Background(), tcp.New(), tl.Addr().String(), dispatch.WithShortcut(dispatch.ShortcutCopy))
 	dial("shortcut", c, err)
-	return clients
+	return srv, clients
 }
 
 // A check answers the status the application set, for the whole server and
@@ -160,5 +166,61 @@ func TestWatch(t *testing.T) {
 				t.Fatal("Watch did not end with its context")
 			}
 		})
+	}
+}
+
+// Bug: a watcher kept the dispatch Server's Shutdown waiting until its
+// ctx ended. At Shutdown, each watch reports NotServing and ends without
+// an error, and Shutdown returns long before its ctx ends.
+func TestWatchEndsAtServerShutdown(t *testing.T) {
+	h := health.NewServer()
+	h.SetServingStatus("Store", health.Serving)
+	srv, clients := checkedBy(t, h)
+	type report struct {
+		path     string
+		statuses []health.Status
+		err      error
+	}
+	first, ended := make(chan struct{}, len(clients)), make(chan report, len(clients))
+	for name, c := range clients {
+		go func() {
+			r := report{path: name}
+			for s, err := range health.Watch(context.Background(), c, "Store") {
+				if err != nil {
+					r.err = err
+					break
+				}
+				if r.statuses = append(r.statuses, s); len(r.statuses) == 1 {
+					first <- struct{}{}
+				}
+			}
+			ended <- r
+		}()
+	}
+	for range clients {
+		select {
+		case <-first:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a watch reported nothing")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(ctx) }()
+	for range clients {
+		select {
+		case r := <-ended:
+			assert.NoError(t, r.err, r.path)
+			assert.Equal(t, []health.Status{health.Serving, health.NotServing}, r.statuses, r.path)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a watch did not end at Shutdown")
+		}
+	}
+	select {
+	case err := <-shut:
+		assert.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown waited for its watchers")
 	}
 }
