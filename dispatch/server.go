@@ -532,11 +532,12 @@ func (s *Server) unwatch(c *shortcutCtx) { s.watching.remove(c) }
 // when Shutdown or Close begins, as net/http's Server does: a registration
 // with a service registry (an etcd lease, say) can be withdrawn there, so
 // that callers stop choosing this Server while it drains. Shutdown returns
-// only once every f has returned, or when its ctx ends: f should be bounded
-// by its own deadline, for a hook that never returns keeps its goroutine
-// for good, and must not wait for Shutdown itself. Close starts f and does not wait for it. Registered after the
-// Server has begun to stop, f is called at once, and a Shutdown still
-// under way, or a later one, waits for it too.
+// only once every f has returned, or when its ctx ends: f should be
+// bounded by a deadline of its own, for a hook that never returns keeps
+// its goroutine for good, and f must not wait for Shutdown itself. Close
+// starts f and does not wait for it. Registered after the Server has begun
+// to stop, f is called at once, and a Shutdown still under way, or a later
+// one, waits for it too.
 func (s *Server) RegisterOnShutdown(f func()) {
 	s.mu.Lock()
 	if !s.closed {
