@@ -20,9 +20,9 @@ const (
 	Version = 1
 	// PrefixLen is the size of the fixed frame prefix.
 	PrefixLen = 10
-	// maxHeaderEntries bounds the entries in one header block, so that a
+	// MaxHeaderEntries bounds the entries in one header block, so that a
 	// hostile block of empty keys cannot make a map of millions of entries.
-	maxHeaderEntries = 1024
+	MaxHeaderEntries = 1024
 )
 
 // HeaderLen returns the encoded size of h's header block.
@@ -43,14 +43,21 @@ func Size(m *transport.Message) int {
 // Check returns ErrFrameTooLarge, wrapped with the sizes, when m exceeds max.
 // It returns the header block length for use by the caller.
 func Check(m *transport.Message, max int) (int, error) {
-	if len(m.Header) > maxHeaderEntries {
-		return 0, fmt.Errorf("%w: %d header entries, limit %d", transport.ErrFrameTooLarge, len(m.Header), maxHeaderEntries)
+	if len(m.Header) > MaxHeaderEntries {
+		return 0, fmt.Errorf("%w: %d header entries, limit %d", transport.ErrFrameTooLarge, len(m.Header), MaxHeaderEntries)
 	}
 	hl := HeaderLen(m.Header)
 	if size := hl + len(m.Body); size > max {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", transport.ErrFrameTooLarge, size, max)
 	}
 	return hl, nil
+}
+
+// Announced is the error of a receiver whose peer announced a frame of size
+// bytes (header block and body) over its limit max: what a Reader says, and
+// what an end that does not read frames says in its words.
+func Announced(size uint64, max int) error {
+	return fmt.Errorf("%w: peer announced %d bytes, limit %d", transport.ErrFrameTooLarge, size, max)
 }
 
 func uvarintLen(x int) int {
@@ -135,7 +142,7 @@ func (fr *Reader) Read(m *transport.Message) error {
 	hl := uint64(binary.BigEndian.Uint32(p[2:6]))
 	bl := uint64(binary.BigEndian.Uint32(p[6:10]))
 	if hl+bl > uint64(fr.max) {
-		return &MidFrameError{fmt.Errorf("%w: peer announced %d bytes, limit %d", transport.ErrFrameTooLarge, hl+bl, fr.max)}
+		return &MidFrameError{Announced(hl+bl, fr.max)}
 	}
 	if err := fr.readHeader(m, int(hl)); err != nil {
 		return &MidFrameError{err}
@@ -198,8 +205,8 @@ func (fr *Reader) parseHeader(h map[string]string, b []byte) error {
 			return err
 		}
 		b = rest
-		if len(h) >= maxHeaderEntries {
-			return fmt.Errorf("%w: more than %d header entries", transport.ErrProtocol, maxHeaderEntries)
+		if len(h) >= MaxHeaderEntries {
+			return fmt.Errorf("%w: more than %d header entries", transport.ErrProtocol, MaxHeaderEntries)
 		}
 		if _, dup := h[string(k)]; dup {
 			return fmt.Errorf("%w: duplicate header key %q", transport.ErrProtocol, k)

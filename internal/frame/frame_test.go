@@ -80,14 +80,14 @@ func TestReadRejects(t *testing.T) {
 
 func TestTooManyHeaderEntries(t *testing.T) {
 	var block []byte
-	for range maxHeaderEntries + 1 {
+	for range MaxHeaderEntries + 1 {
 		block = append(block, 0, 0) // empty key, empty value: the same key again
 	}
 	_, err := read(append(prefix(1, 0, uint32(len(block)), 0), block...), 1<<20)
 	require.ErrorIs(t, err, transport.ErrProtocol)
 
 	h := make(map[string]string)
-	for i := range maxHeaderEntries + 1 {
+	for i := range MaxHeaderEntries + 1 {
 		h[string(binary.AppendUvarint(nil, uint64(i)))] = ""
 	}
 	_, err = Check(&transport.Message{Header: h}, 1<<20)
