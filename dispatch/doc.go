@@ -30,6 +30,12 @@
 //     owns is touched afterwards.
 //   - Context values. Only metadata (WithMetadata, MetadataFrom) crosses from
 //     caller to handler; no other context value does.
+//   - Limits. What the network refuses as too large the shortcut refuses,
+//     with the same error: in copy mode, a request, a reply or a stream
+//     message over the frame limit; in direct mode too, metadata (a call's,
+//     or a stream's opening frame) over the frame limit or with more header
+//     entries than a frame carries. Only what direct mode passes by pointer
+//     is not measured (Borrows).
 //
 // Streams (HandleStream, OpenStream, CallStream) follow the same rules on
 // the same paths, with flow control per direction (WithStreamWindow). A
@@ -38,7 +44,8 @@
 // makes the end of a stream too large is dropped, and the stream ends with
 // CodeInternal, as a unary reply does; on ShortcutDirect, what passes by
 // pointer is not measured, as a direct call's arguments and reply are not.
-// What a Server's handler has not yet consumed counts in its connection's
+// A stream whose opening frame, its metadata, is too large fails to open,
+// on every path. What a Server's handler has not yet consumed counts in its connection's
 // byte budget (WithMaxBytesPerConn): a stream whose messages take the
 // connection past it ends with CodeResourceExhausted. A Server's Shutdown
 // waits for open streams as for calls in flight; ShuttingDown tells their

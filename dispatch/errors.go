@@ -6,6 +6,9 @@ import (
 	"io"
 	"net/rpc"
 	"syscall"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/frame"
 )
 
 // Code classifies an Error. It travels on the wire as text (WIRE.md), so a
@@ -108,7 +111,12 @@ func (e *Error) Is(target error) bool {
 // transport's error for that (io.EOF, a reset), always worded "the server
 // closed the connection" so that one failure reads the same whichever end
 // of the connection noticed it first. Every call that the failure ends
-// gets the same error: the first cause seen.
+// gets the same error: the first cause seen. The shortcut words the same
+// failures the same: a call or stream in flight when its Server stops, or
+// whose frame the Server would refuse as over its limit, gets "connection
+// is shut down: the server closed the connection"; one whose reply or
+// stream message the Client would refuse gets what the Client's transport
+// says of that frame. Only a Client's own Close gives ErrShutdown itself.
 var ErrShutdown = rpc.ErrShutdown
 
 // connFailure is ErrShutdown with the cause of a connection's failure.
@@ -138,6 +146,19 @@ func hungUp(err error) bool {
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// errServerClosed is what the shortcut's calls and streams get when the
+// network's would see the Server close their connection: the Server
+// stopped, or it would drop a connection that sent it a frame over its
+// limit. One value serves: a connFailure is never changed.
+var errServerClosed = connFailed(io.EOF)
+
+// frameRefused is what the shortcut's calls and streams get when the
+// network's Client would drop the connection because the Server sent it m,
+// a frame over the Client's limit: the words of the Client's frame reader.
+func frameRefused(m *transport.Message, limit int) error {
+	return connFailed(frame.Announced(uint64(frame.Size(m)), limit))
 }
 
 func (e *connFailure) Error() string { return ErrShutdown.Error() + ": " + e.text }

@@ -280,7 +280,8 @@ const (
 	// ShortcutDirect is ShortcutCopy, except for the methods whose author
 	// promised to borrow their arguments (Borrows, which states the
 	// contract): those receive the caller's own values with no codec, and
-	// frame limits are not checked. The caller, for its part, does not
+	// the values are not measured against the frame limit (metadata is, as
+	// on the network). The caller, for its part, does not
 	// touch args or reply until Call returns — as with any synchronous
 	// call. Every other method runs exactly as with ShortcutCopy.
 	ShortcutDirect

@@ -308,6 +308,21 @@ var parityCases = []parityCase{
 		assert.Empty(t, o.Err)
 		assert.Equal(t, "same=true", o.Extra)
 	}},
+	// The rows below need a Server of their own; parity_limits_test.go has
+	// what they share.
+	{"request metadata of 1,100 entries", requestMetadataRefused(manyEntries(1100)), wantRequestRefused("1102 header entries, limit 1024")},
+	{"request metadata over the frame limit", requestMetadataRefused(bigMetadata()), wantRequestRefused(`\d+ bytes, limit 4194304`)},
+	{"the server closed mid-call", serverClosedMidCall, func(t *testing.T, o outcome) {
+		assert.Equal(t, theServerClosed, o.Extra)
+	}},
+	{"request over the server's frame limit", requestOverServerLimit, func(t *testing.T, o outcome) {
+		assert.Equal(t, theServerClosed+", handler ran: false", o.Extra)
+	}},
+	{"reply over the client's frame limit", replyOverClientLimit, func(t *testing.T, o outcome) {
+		assert.Equal(t, "connection is shut down: transport: frame too large: peer announced 102430 bytes, limit 65536 (frame too large: true, shut down: true), reply of 0", o.Extra)
+	}},
+	{"reply metadata of 1,100 entries", replyMetadataRefused(manyEntries(1100)), wantReplyRefused("1102 header entries, limit 1024")},
+	{"reply metadata over the frame limit", replyMetadataRefused(bigMetadata()), wantReplyRefused(`\d+ bytes, limit 4194304`)},
 }
 
 func ptr(v int) string { return fmt.Sprint(v) }

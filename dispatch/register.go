@@ -28,8 +28,11 @@ type registerOptions struct {
 // In return, a ShortcutDirect caller in this process hands the handler its
 // own values: the handler receives the caller's args (the caller's pointer,
 // if it passed one) and writes the caller's *reply in place. Nothing is
-// encoded, so frame limits are not checked: arguments that the network
-// would refuse as too large are accepted.
+// encoded, so args and reply are not measured against the frame limit:
+// arguments that the network would refuse as too large are accepted. The
+// call's metadata is measured, as the network measures a request's
+// headers: metadata over the frame limit, or with more entries than a
+// frame carries (WIRE.md), is refused with the network's error.
 //
 // When the caller's context can end (it has a Done channel), Call returns
 // as soon as it ends, whatever the handler is doing — as on every path. So

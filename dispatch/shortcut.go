@@ -49,7 +49,9 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 		return true, ctxError(ctx)
 	}
 	if c.opts.shortcut == ShortcutDirect {
-		if m, _ := c.method(srv, name); m != nil && m.borrows && m.stream == nil {
+		// A request whose headers alone the network refuses goes as copy
+		// mode, which refuses it in the network's words.
+		if m, _ := c.method(srv, name); m != nil && m.borrows && m.stream == nil && !c.headersRefused(ctx, e, name) {
 			if ok, err := c.direct(ctx, e, m, args, reply, ans); ok {
 				if info != nil {
 					info.Path = PathShortcutDirect
@@ -97,20 +99,30 @@ func (a *answer) deliver(c *capture) {
 
 // finish applies the rules the network path applies on the caller's side: a
 // context that ended first wins; a Client or Server that stopped meanwhile
-// fails the call, as a closed connection would; a failed call leaves *reply
-// zero.
+// fails the call, as a closed connection would (stoppedError); a failed call
+// leaves *reply zero.
 func (c *Client) finish(ctx context.Context, srv *Server, reply any, err error, ans *answer) error {
 	if ctx.Err() != nil {
 		err = ctxError(ctx)
 		ans.lost()
 	} else if c.closedFlag.Load() || srv.stopped.Load() {
-		err = ErrShutdown
+		err = c.stoppedError()
 		ans.lost()
 	}
 	if err != nil {
 		zero(reply)
 	}
 	return err
+}
+
+// stoppedError is the error of a call or stream on the shortcut that the
+// Client or its Server stopped, as the network words it: ErrShutdown itself
+// when the Client was closed, the connection's end when the Server was.
+func (c *Client) stoppedError() error {
+	if c.closedFlag.Load() {
+		return ErrShutdown
+	}
+	return errServerClosed
 }
 
 // errOf returns e as an error, nil when e is nil (not a nil *Error in a
@@ -194,7 +206,9 @@ func (c *Client) run(ctx context.Context, ent *entry, m *method, path Path, a, r
 // handler's, or when the call may return before the handler and its
 // arguments cannot be deep-copied: the call then runs in copy mode, which
 // decodes exactly as the network would. Nothing is encoded, so the checks of
-// encoding and of frame sizes do not apply.
+// encoding and of frame sizes do not apply to args and reply; the reply's
+// metadata is measured as the network measures it (replyHeadersCheck), and
+// the request's is by the caller (headersRefused).
 func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply any, ans *answer) (handled bool, err error) {
 	srv := ent.srv
 	if c.ctype != codec.Msgpack.Name() { // every Server reads msgpack
@@ -212,6 +226,9 @@ func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply 
 		// caller's values.
 		e, md := c.invoke(ctx, ent, m, PathShortcutDirect, a, reply)
 		ans.arrive(md)
+		if e == nil && len(md) > 0 {
+			return true, c.replyHeadersCheck(ent, m.name, reply, md, ans)
+		}
 		return true, errOf(e)
 	}
 	ha, hr := m.newPair()
@@ -223,10 +240,52 @@ func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply 
 		return true, ErrShutdown // finish puts ctx's error first
 	}
 	ans.arrive(md)
+	if e == nil && len(md) > 0 {
+		if err := c.replyHeadersCheck(ent, m.name, hr, md, ans); err != nil {
+			return true, err
+		}
+	}
 	if e == nil {
 		m.moveReply(reply, hr)
 	}
 	return true, errOf(e)
+}
+
+// replyHeadersCheck applies to a direct call's reply r with metadata md
+// what the network would, as far as it is not the body's to decide: a
+// reply whose headers alone are over a frame limit, or have too many
+// entries, fails as it would on the network, in the same words — for
+// which r is encoded then, as the network would encode it. Reply metadata
+// far from the limits, the common case, builds nothing.
+func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, ans *answer) error {
+	server := ent.limit
+	if server <= 0 {
+		server = c.limit
+	}
+	if len(md)+fixedEntries <= frame.MaxHeaderEntries {
+		headers := 512 + len(name) // the fixed headers, with room to spare
+		for k, v := range md {
+			headers += len(rpcwire.MetadataPrefix) + len(k) + len(v) + 2*4
+		}
+		if headers < min(server, c.limit) {
+			return nil
+		}
+	}
+	h := make(map[string]string, len(md)+2)
+	responseHeader(h, name, "0", nil)
+	addMetadata(h, md)
+	if _, err := frame.Check(&transport.Message{Header: h}, min(server, c.limit)); err == nil {
+		return nil // the body is not measured (Borrows)
+	}
+	cdc, e := ent.srv.codecFor(c.ctype)
+	if e != nil {
+		return e
+	}
+	body, err := appendMarshal(cdc, nil, r)
+	if err != nil {
+		return encodeError(name, err)
+	}
+	return c.replyCheck(name, body, md, server, ans)
 }
 
 var buffers = sync.Pool{New: func() any { return new([]byte) }}
@@ -249,16 +308,8 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 		return err
 	}
 	sizes := c.sizes(ctx, ent, name, body)
-	if sizes.near {
-		h := make(map[string]string)
-		requestHeader(ctx, h, name, "0", c.ctype)
-		m := transport.Message{Header: h, Body: body}
-		if _, err := frame.Check(&m, c.limit); err != nil {
-			return argsTooLarge(name, err)
-		}
-		if _, err := frame.Check(&m, sizes.server); err != nil {
-			return ErrShutdown // the server drops a connection that sends it an oversize frame
-		}
+	if err := c.requestCheck(ctx, name, body, sizes); err != nil {
+		return err
 	}
 	// From here on the Server answers, as it would with a reply.
 	ans.arrive(nil)
@@ -291,40 +342,96 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 		return encodeError(m.name, err)
 	}
 	if c.sizes(ctx, ent, name, body).near || len(md) > 0 {
-		h := make(map[string]string)
-		responseHeader(h, name, "0", nil)
-		addMetadata(h, md)
-		resp := transport.Message{Header: h, Body: body}
-		if _, err := frame.Check(&resp, sizes.server); err != nil {
-			ans.arrive(nil) // the error reply goes without the metadata
-			return replyTooLarge(name, err)
-		}
-		if _, err := frame.Check(&resp, c.limit); err != nil {
-			ans.lost()
-			return ErrShutdown // the client drops a connection that sends it an oversize frame
+		if err := c.replyCheck(name, body, md, sizes.server, ans); err != nil {
+			return err
 		}
 	}
 	zero(reply)
 	return decodeReply(c.opts.codec, name, body, reply)
 }
 
-// frameSizes says whether a body is near enough to a frame limit for the
+// replyCheck applies to a reply of name, its body body and its metadata
+// md, what the network would: a reply over the Server's limit, server, is
+// an error reply without the metadata (replyTooLarge); one over the
+// Client's only makes the Client drop the connection.
+func (c *Client) replyCheck(name string, body []byte, md Metadata, server int, ans *answer) error {
+	h := make(map[string]string, len(md)+2)
+	responseHeader(h, name, "0", nil)
+	addMetadata(h, md)
+	resp := transport.Message{Header: h, Body: body}
+	if _, err := frame.Check(&resp, server); err != nil {
+		ans.arrive(nil) // the error reply goes without the metadata
+		return replyTooLarge(name, err)
+	}
+	if _, err := frame.Check(&resp, c.limit); err != nil {
+		ans.lost()
+		return frameRefused(&resp, c.limit) // the Client drops a connection that sends it an oversize frame
+	}
+	return nil
+}
+
+// frameSizes says whether a request is near enough to a frame limit for the
 // exact check, which builds the headers the network would send.
 type frameSizes struct {
 	server int  // the server listener's limit, or the client's if unknown
-	near   bool // within reach of the smaller limit
+	near   bool // within reach of the smaller limit, or of the header entries' limit
 }
 
+// fixedEntries bounds the entries the network adds to a request's metadata
+// in its headers (requestHeader; a stream's opening frame has the most).
+const fixedEntries = 6
+
+// sizes estimates, from above, the frame of a request of name made with ctx
+// whose body is body. It costs a look at each metadata entry and builds
+// nothing: a call far from every limit, the common one, is checked no
+// further.
 func (c *Client) sizes(ctx context.Context, ent *entry, name string, body []byte) frameSizes {
 	server := ent.limit
 	if server <= 0 {
 		server = c.limit
 	}
+	md := outgoing(ctx)
+	if len(md)+fixedEntries > frame.MaxHeaderEntries {
+		return frameSizes{server: server, near: true}
+	}
 	headers := 512 + len(name) // the fixed headers, with room to spare
-	for k, v := range outgoing(ctx) {
+	for k, v := range md {
 		headers += len(rpcwire.MetadataPrefix) + len(k) + len(v) + 2*4
 	}
 	return frameSizes{server: server, near: len(body)+headers >= min(server, c.limit)}
+}
+
+// requestCheck applies to a request of name with body body what the
+// network would, when sizes says it is near a limit: a request the Client's
+// transport refuses fails as the network's does (argsTooLarge: over the
+// frame limit, or with too many header entries), and one only the Server
+// refuses fails as the connection the Server drops does.
+func (c *Client) requestCheck(ctx context.Context, name string, body []byte, sizes frameSizes) error {
+	if !sizes.near {
+		return nil
+	}
+	h := make(map[string]string)
+	requestHeader(ctx, h, name, "0", c.ctype)
+	m := transport.Message{Header: h, Body: body}
+	if _, err := frame.Check(&m, c.limit); err != nil {
+		return argsTooLarge(name, err)
+	}
+	if _, err := frame.Check(&m, sizes.server); err != nil {
+		return errServerClosed // the Server drops a connection that sends it an oversize frame
+	}
+	return nil
+}
+
+// headersRefused reports whether the network would refuse a request of name
+// made with ctx whatever its body: its headers alone, the metadata, are
+// over a frame limit or have too many entries. Direct mode measures no
+// body, but it does refuse such a request, as the network does. A call
+// without metadata, the common one, costs a context lookup.
+func (c *Client) headersRefused(ctx context.Context, ent *entry, name string) bool {
+	if len(outgoing(ctx)) == 0 {
+		return false
+	}
+	return c.requestCheck(ctx, name, nil, c.sizes(ctx, ent, name, nil)) != nil
 }
 
 // detachedCall is a shortcut call whose handler runs on a Server worker

@@ -31,6 +31,12 @@ func msgTooLarge(name string, err error) error {
 	return fmt.Errorf("dispatch: message of %s: %w", name, err)
 }
 
+// openTooLarge is the error of opening a stream whose opening frame, its
+// metadata, is over the frame limit; nothing was sent.
+func openTooLarge(name string, err error) error {
+	return fmt.Errorf("dispatch: opening a stream of %s: %w", name, err)
+}
+
 // keep returns b emptied for reuse, or nil when it is too large to keep.
 func keep(b []byte) []byte {
 	if cap(b) > maxKeptBuffer {
@@ -365,7 +371,7 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int) (
 			return failedStream(ctx, err), nil // as the server's refusal would
 		}
 		if isFrameTooLarge(err) {
-			return nil, fmt.Errorf("dispatch: opening a stream of %s: %w", name, err)
+			return nil, openTooLarge(name, err)
 		}
 		return nil, err
 	}

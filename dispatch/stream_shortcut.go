@@ -34,38 +34,71 @@ var msgFrame = map[string]string{rpcwire.Seq: "0", rpcwire.Stream: rpcwire.Strea
 // frameCheck applies to a message of copy mode what the network would: a
 // message over the sender's limit fails its Send and nothing is sent
 // (tooLarge); one over the receiver's only makes the receiver drop the
-// connection (lost).
-func frameCheck(name string, body []byte, sender, receiver int) (tooLarge error, lost bool) {
+// connection, and lost is then the error the caller gets for that, as the
+// network words it: the Server closed the connection (toServer), or the
+// Client refused the frame.
+func frameCheck(name string, body []byte, sender, receiver int, toServer bool) (tooLarge, lost error) {
 	if len(body)+256 < min(sender, receiver) {
-		return nil, false // far from either: skip building the frame
+		return nil, nil // far from either: skip building the frame
 	}
 	m := transport.Message{Header: msgFrame, Body: body}
 	if _, err := frame.Check(&m, sender); err != nil {
-		return msgTooLarge(name, err), false
+		return msgTooLarge(name, err), nil
 	}
-	_, err := frame.Check(&m, receiver)
-	return nil, err != nil
+	if _, err := frame.Check(&m, receiver); err != nil {
+		if toServer {
+			return nil, errServerClosed
+		}
+		return nil, frameRefused(&m, receiver)
+	}
+	return nil, nil
 }
 
 // endCheck applies to the end of a copy-mode stream of name, with reply
 // metadata md and the handler's error e, what the network would
 // (serverConn.endStream): an end over the Server's limit, sender, goes
 // without its metadata, as CodeInternal (endTooLarge); one over the
-// Client's only, receiver, makes the Client drop the connection (lost). An
-// end without metadata is not measured: its error alone is not measured in
-// copy mode either (as a unary error reply is not).
-func endCheck(name string, md Metadata, e *Error, sender, receiver int) (Metadata, *Error, bool) {
+// Client's only, receiver, makes the Client drop the connection, and lost
+// is then the caller's error, in the network's words. An end without
+// metadata is not measured: its error alone is not measured in copy mode
+// either (as a unary error reply is not).
+func endCheck(name string, md Metadata, e *Error, sender, receiver int) (_ Metadata, _ *Error, lost error) {
 	if len(md) == 0 {
-		return md, e, false
+		return md, e, nil
 	}
 	m := transport.Message{Header: endHeader("0", md, e)}
 	if _, err := frame.Check(&m, sender); err != nil {
-		return nil, endTooLarge(name, err), false
+		return nil, endTooLarge(name, err), nil
 	}
 	if _, err := frame.Check(&m, receiver); err != nil {
-		return nil, e, true
+		return nil, e, frameRefused(&m, receiver)
 	}
-	return md, e, false
+	return md, e, nil
+}
+
+// openCheck applies to the opening of a stream of name with ctx what the
+// network would: an opening frame over the Client's limit, or with too
+// many header entries, fails to open and nothing is sent (tooLarge); one
+// over the Server's only makes the Server drop the connection (lost). The
+// opening frame has no body, so the check is exact in direct mode too. A
+// stream without much metadata, the common one, builds no frame.
+func (c *Client) openCheck(ctx context.Context, e *entry, name string) (tooLarge, lost error) {
+	sizes := c.sizes(ctx, e, name, nil)
+	if !sizes.near {
+		return nil, nil
+	}
+	h := make(map[string]string, 6)
+	requestHeader(ctx, h, name, "0", c.ctype)
+	h[rpcwire.Stream] = rpcwire.StreamOpen
+	h[rpcwire.Window] = rpcwire.FormatWindow(c.opts.streamWindow)
+	m := transport.Message{Header: h}
+	if _, err := frame.Check(&m, c.limit); err != nil {
+		return openTooLarge(name, err), nil
+	}
+	if _, err := frame.Check(&m, sizes.server); err != nil {
+		return nil, errServerClosed
+	}
+	return nil, nil
 }
 
 // shortcutStream opens a stream on e's Server, a Server of this process. It
@@ -87,6 +120,13 @@ func (c *Client) shortcutStream(ctx context.Context, e *entry, name string, in, 
 	if ctx.Err() != nil {
 		srv.gate.leave()
 		return nil, true, ctxError(ctx)
+	}
+	if tooLarge, lost := c.openCheck(ctx, e, name); tooLarge != nil || lost != nil {
+		srv.gate.leave()
+		if lost != nil {
+			return failedEnd{lost}, true, nil // the Server drops the connection: no end arrives
+		}
+		return nil, true, tooLarge
 	}
 	m, direct, cdc, e2 := c.streamMethod(srv, name, in, out)
 	if e2 != nil {
@@ -175,21 +215,19 @@ func (s *memStream) run() {
 			e = goexitError(s.m.name)
 		}
 		md := s.hctx.sealReply()
-		lost := false
-		if !s.direct { // direct mode measures nothing (ShortcutDirect)
-			md, e, lost = endCheck(s.m.name, md, e, s.serverLimit, s.c.limit)
-		}
+		// The end has no body: direct mode measures it too.
+		md, e, lost := endCheck(s.m.name, md, e, s.serverLimit, s.c.limit)
 		result := errOf(e)
-		if lost {
+		if lost != nil {
 			// The Client would drop a connection that sent it this end:
 			// the caller gets what a lost connection gives, and no end.
-			result = ErrShutdown
+			result = lost
 		}
 		s.up.done()  // a value the handler holds goes back
 		s.up.close() // what it did not take is dropped
 		s.mu.Lock()
 		s.over, s.result = true, result
-		if !s.gaveUp && !lost {
+		if !s.gaveUp && lost == nil {
 			capturesOf(s.ctx).deliver(md) // before the caller can see the end
 		}
 		s.mu.Unlock()
@@ -221,7 +259,7 @@ func (s *memStream) check() error {
 	}
 	if s.c.closedFlag.Load() || s.srv.stopped.Load() {
 		s.giveUp()
-		return ErrShutdown
+		return s.c.stoppedError()
 	}
 	return nil
 }
@@ -239,7 +277,7 @@ func (s *memStream) wait(ch <-chan struct{}) error {
 	case <-s.srv.stopping:
 	}
 	s.giveUp()
-	return ErrShutdown
+	return s.c.stoppedError()
 }
 
 func (s *memStream) giveUp() {
@@ -284,12 +322,12 @@ func (s *memStream) send(m any) error {
 	if err != nil {
 		return err
 	}
-	if tooLarge, lost := frameCheck(s.m.name, body, s.c.limit, s.serverLimit); tooLarge != nil {
+	if tooLarge, lost := frameCheck(s.m.name, body, s.c.limit, s.serverLimit, true); tooLarge != nil {
 		return tooLarge
-	} else if lost {
+	} else if lost != nil {
 		// The Server would drop a connection that sent it this frame.
-		s.fail()
-		return ErrShutdown
+		s.fail(lost)
+		return lost
 	}
 	if err := s.upCr.acquire(len(body), s); err != nil {
 		return s.sendError(err)
@@ -319,12 +357,12 @@ func (s *memStream) close() {
 	s.down.close()
 }
 
-// fail ends the stream as a dropped connection would: the caller gets
-// ErrShutdown, the handler's context ends.
-func (s *memStream) fail() {
+// fail ends the stream as a dropped connection would: the caller gets err,
+// which matches ErrShutdown and says why, and the handler's context ends.
+func (s *memStream) fail(err error) {
 	s.giveUp()
 	s.hctx.cancel(context.Canceled)
-	s.down.finish(ErrShutdown)
+	s.down.finish(err)
 }
 
 // memHandler is the handler's side of a memStream.
@@ -359,11 +397,11 @@ func (h *memHandler) send(m any) error {
 		return err
 	}
 	s := (*memStream)(h)
-	if tooLarge, lost := frameCheck(h.m.name, body, s.serverLimit, h.c.limit); tooLarge != nil {
+	if tooLarge, lost := frameCheck(h.m.name, body, s.serverLimit, h.c.limit, false); tooLarge != nil {
 		return tooLarge
-	} else if lost {
+	} else if lost != nil {
 		// The Client would drop a connection that sent it this frame.
-		s.fail()
+		s.fail(lost)
 		return context.Canceled
 	}
 	if err := h.downCr.acquire(len(body), h); err != nil {
@@ -380,8 +418,9 @@ type fastEnd struct {
 	taken  bool
 	emit   func(item) bool
 	buf    []byte
-	inEmit bool // the caller's loop body is running
-	broke  bool // the caller broke out of its range
+	inEmit bool  // the caller's loop body is running
+	broke  bool  // the caller broke out of its range, or lost is set
+	lost   error // the caller's error when a Send lost the connection
 }
 
 func (f *fastEnd) codec() codec.Codec { return f.s.cdc }
@@ -412,10 +451,12 @@ func (f *fastEnd) send(m any) error {
 			return err
 		}
 		f.buf = keep(body)
-		if tooLarge, lost := frameCheck(f.s.m.name, body, f.s.serverLimit, f.s.c.limit); tooLarge != nil {
+		if tooLarge, lost := frameCheck(f.s.m.name, body, f.s.serverLimit, f.s.c.limit, false); tooLarge != nil {
 			return tooLarge
-		} else if lost {
-			f.broke = true // the caller's range gets ErrShutdown instead
+		} else if lost != nil {
+			// The Client would drop a connection that sent it this
+			// frame: the caller's range gets lost instead of the end.
+			f.broke, f.lost = true, lost
 			f.s.hctx.cancel(context.Canceled)
 			return context.Canceled
 		}
@@ -456,6 +497,9 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 	if e2 != nil || c.closedFlag.Load() {
 		return false // the ordinary way words every refusal
 	}
+	if len(outgoing(ctx)) > 0 && c.sizes(ctx, e, name, nil).near {
+		return false // and checks the opening frame
+	}
 	if !srv.gate.enter() {
 		return false
 	}
@@ -469,10 +513,10 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 	if !direct {
 		body, err := encodeMsg(c.opts.codec, nil, name, args)
 		if err == nil {
-			if tooLarge, lost := frameCheck(name, body, c.limit, f.s.serverLimit); tooLarge != nil {
+			if tooLarge, lost := frameCheck(name, body, c.limit, f.s.serverLimit, true); tooLarge != nil {
 				err = tooLarge
-			} else if lost {
-				err = ErrShutdown
+			} else if lost != nil {
+				err = lost
 			}
 		}
 		if err != nil {
@@ -487,23 +531,23 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 	if !f.broke {
 		switch {
 		case c.closedFlag.Load() || srv.stopped.Load():
-			err = ErrShutdown
+			err = c.stoppedError()
 		default:
 			md := f.s.hctx.sealReply()
-			lost := false
-			if !direct { // direct mode measures nothing (ShortcutDirect)
-				var e *Error
-				md, e, lost = endCheck(name, md, toError(err), f.s.serverLimit, c.limit)
-				err = errOf(e)
-			}
-			if lost {
-				err = ErrShutdown // the Client would drop the connection: no end arrives
+			// The end has no body: direct mode measures it too.
+			md, e, lost := endCheck(name, md, toError(err), f.s.serverLimit, c.limit)
+			err = errOf(e)
+			if lost != nil {
+				err = lost // the Client would drop the connection: no end arrives
 			} else {
 				capturesOf(ctx).deliver(md)
 			}
 		}
 	}
-	if err != nil && !f.broke {
+	switch {
+	case f.lost != nil:
+		fail(f.lost)
+	case err != nil && !f.broke:
 		fail(err)
 	}
 	return true

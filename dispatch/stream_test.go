@@ -551,6 +551,10 @@ var streamCases = []streamCase{
 		wg.Wait()
 		return streamOutcome{Extra: fmt.Sprint(bad.Load(), " failed")}
 	}, func(t *testing.T, o streamOutcome) { assert.Equal(t, streamOutcome{Extra: "0 failed"}, o) }},
+
+	// parity_limits_test.go has what these share.
+	{"opening metadata of 1,100 entries", streamMetadataRefused(manyEntries(1100)), wantStreamRefused("1104 header entries, limit 1024")},
+	{"opening metadata over the frame limit", streamMetadataRefused(bigMetadata()), wantStreamRefused(`\d+ bytes, limit 4194304`)},
 }
 
 // TestStreamParity runs every stream case on the five paths and demands
