@@ -3,6 +3,8 @@ package dispatch_test
 import (
 	"context"
 	"testing"
+
+	"github.com/zerodial/transport/dispatch"
 )
 
 // TestCallAllocs guards the allocations of one small call on each path, as
@@ -27,6 +29,60 @@ func TestCallAllocs(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			e := p.setup(t, noInterceptors)
 			ctx := context.Background()
+			args := &Args{6, 7}
+			var reply int
+			for method, limit := range want {
+				call := func() {
+					if err := e.client.Call(ctx, method, args, &reply); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for range 20 {
+					call() // warm the pools and the workers
+				}
+				if got := testing.AllocsPerRun(500, call); got > limit {
+					t.Errorf("%s: %v allocations per call, want at most %v", method, got, limit)
+				}
+			}
+		})
+	}
+}
+
+// TestMetadataAllocs guards what request metadata costs a call, read by
+// its handler or not. MetadataFrom hands out a copy (one map), so that a
+// handler's changes are its own; a handler that does not read it pays
+// nothing for that, and on the shortcut nothing at all: the handler's
+// context holds the caller's map, which nobody changes.
+func TestMetadataAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	limits := map[string]map[string]float64{
+		"shortcut-direct": {"Md.Read": 3, "Md.Ignore": 1},
+		"shortcut-copy":   {"Md.Read": 4, "Md.Ignore": 2},
+		"memory":          {"Md.Read": 7, "Md.Ignore": 5},
+		"tcp":             {"Md.Read": 7, "Md.Ignore": 5},
+	}
+	for _, p := range paths {
+		want, ok := limits[p.name]
+		if !ok {
+			continue // mux: yamux's own allocations are not ours to guard
+		}
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t, noInterceptors)
+			for name, read := range map[string]bool{"Md.Read": true, "Md.Ignore": false} {
+				err := dispatch.Handle(e.server, name, func(ctx context.Context, args *Args, reply *int) error {
+					*reply = args.A
+					if read {
+						*reply = len(dispatch.MetadataFrom(ctx)["k"])
+					}
+					return nil
+				}, dispatch.Borrows())
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx := dispatch.WithMetadata(context.Background(), dispatch.Metadata{"k": "v"})
 			args := &Args{6, 7}
 			var reply int
 			for method, limit := range want {

@@ -88,7 +88,8 @@ func (c *callCtx) doneLocked() <-chan struct{} {
 	return c.done
 }
 
-// Value returns the caller's metadata for MetadataFrom and the call itself
+// Value returns the caller's metadata, which MetadataFrom copies so that
+// it stays as the caller sent it, and the call itself
 // for SetReplyMetadata, and nothing else; serverCall and shortcutCtx add
 // the call's CallInfo and its Server.
 func (c *callCtx) Value(key any) any {

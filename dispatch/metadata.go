@@ -32,11 +32,15 @@ func outgoing(ctx context.Context) Metadata {
 }
 
 // MetadataFrom returns the metadata the caller sent, in a handler or an
-// interceptor. The map is the handler's own: changing it affects nothing
-// else. It is nil when the caller sent none.
+// interceptor. Each call returns a new copy, the caller's own: changing it
+// affects nothing else — not the caller's metadata, not what a Server
+// interceptor around the handler, or a later MetadataFrom, sees (as gRPC's
+// metadata.FromIncomingContext does). So read it once and keep the map;
+// a copy costs one map, for a call that carries metadata. It is nil when
+// the caller sent none.
 func MetadataFrom(ctx context.Context) Metadata {
 	md, _ := ctx.Value(incomingKey{}).(Metadata)
-	return md
+	return maps.Clone(md)
 }
 
 // errNoCall is SetReplyMetadata's error for a context that is not a

@@ -237,6 +237,33 @@ func wantReplyRefused(tooLarge string) func(t *testing.T, o outcome) {
 	}
 }
 
+// handlerChangesItsMetadata: a handler that changes the map MetadataFrom
+// gave it changes nothing a Server interceptor around it sees, nor the
+// caller's metadata; the change is the handler's own.
+func handlerChangesItsMetadata(t *testing.T, e *env) outcome {
+	var seen []string
+	ic := func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
+		seen = append(seen, fmt.Sprint("interceptor before: ", dispatch.MetadataFrom(ctx)))
+		err := next(ctx, args, reply)
+		seen = append(seen, fmt.Sprint("interceptor after: ", dispatch.MetadataFrom(ctx)))
+		return err
+	}
+	srv, c := limitedPair(t, e, 0, 0, dispatch.WithInterceptors(ic))
+	require.NoError(t, dispatch.Handle(srv, "Meta.Change", func(ctx context.Context, _ *struct{}, reply *string) error {
+		md := dispatch.MetadataFrom(ctx)
+		md["k"] = "handler's"
+		md["new"] = "handler's"
+		*reply = fmt.Sprint(md)
+		return nil
+	}, dispatch.Borrows()))
+	sent := dispatch.Metadata{"k": "caller's"}
+	var reply string
+	err := c.Call(dispatch.WithMetadata(context.Background(), sent), "Meta.Change", nil, &reply)
+	o := observe(e, &reply, err)
+	o.Extra = strings.Join(append(seen, fmt.Sprint("caller's: ", sent)), "; ")
+	return o
+}
+
 // streamMetadataRefused: a stream whose opening frame, its metadata, is
 // over what a frame may carry fails to open, on every path, in both of
 // CallStream's ways (a context that cannot end, and one that can) and

@@ -323,6 +323,11 @@ var parityCases = []parityCase{
 	}},
 	{"reply metadata of 1,100 entries", replyMetadataRefused(manyEntries(1100)), wantReplyRefused("1102 header entries, limit 1024")},
 	{"reply metadata over the frame limit", replyMetadataRefused(bigMetadata()), wantReplyRefused(`\d+ bytes, limit 4194304`)},
+	{"a handler's changes to its metadata are its own", handlerChangesItsMetadata, func(t *testing.T, o outcome) {
+		assert.Empty(t, o.Err)
+		assert.Equal(t, "map[k:handler's new:handler's]", o.Reply)
+		assert.Equal(t, "interceptor before: map[k:caller's]; interceptor after: map[k:caller's]; caller's: map[k:caller's]", o.Extra)
+	}},
 }
 
 func ptr(v int) string { return fmt.Sprint(v) }

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -142,11 +141,9 @@ func (c *Client) handlerCtx(ctx context.Context, e *entry, m *method, path Path)
 	if !m.seesCtx {
 		return ctx, nil
 	}
-	md := outgoing(ctx)
+	md := outgoing(ctx) // never changed: WithMetadata makes a new map, MetadataFrom hands out copies
 	if len(md) == 0 {
 		md = nil // as the network delivers it
-	} else {
-		md = maps.Clone(md) // the handler's own, as on the network
 	}
 	sc := &shortcutCtx{callCtx: callCtx{md: md}, parent: ctx, client: c, ent: e, m: m, direct: path == PathShortcutDirect}
 	sc.hook = sc
