@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -157,16 +158,16 @@ const theServerClosed = "connection is shut down: the server closed the connecti
 // over the Server's makes the Server drop the connection.
 func requestOverServerLimit(t *testing.T, e *env) outcome {
 	srv, c := limitedPair(t, e, 64<<10, 0)
-	ran := false
+	var ran atomic.Bool
 	require.NoError(t, dispatch.Handle(srv, "Big.Len", func(ctx context.Context, b *[]byte, n *int) error {
-		ran = true
+		ran.Store(true)
 		*n = len(*b)
 		return nil
 	}))
 	n := 0
 	err := c.Call(context.Background(), "Big.Len", new(make([]byte, 100<<10)), &n)
 	o := observe(e, nil, nil)
-	o.Extra = fmt.Sprint(failure(err), ", handler ran: ", ran)
+	o.Extra = fmt.Sprint(failure(err), ", handler ran: ", ran.Load())
 	return o
 }
 
@@ -241,11 +242,13 @@ func wantReplyRefused(tooLarge string) func(t *testing.T, o outcome) {
 // gave it changes nothing a Server interceptor around it sees, nor the
 // caller's metadata; the change is the handler's own.
 func handlerChangesItsMetadata(t *testing.T, e *env) outcome {
-	var seen []string
+	// A channel, not a slice: over a socket the reply is no
+	// synchronisation the race detector sees.
+	seen := make(chan string, 2)
 	ic := func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
-		seen = append(seen, fmt.Sprint("interceptor before: ", dispatch.MetadataFrom(ctx)))
+		seen <- fmt.Sprint("interceptor before: ", dispatch.MetadataFrom(ctx))
 		err := next(ctx, args, reply)
-		seen = append(seen, fmt.Sprint("interceptor after: ", dispatch.MetadataFrom(ctx)))
+		seen <- fmt.Sprint("interceptor after: ", dispatch.MetadataFrom(ctx))
 		return err
 	}
 	srv, c := limitedPair(t, e, 0, 0, dispatch.WithInterceptors(ic))
@@ -260,7 +263,8 @@ func handlerChangesItsMetadata(t *testing.T, e *env) outcome {
 	var reply string
 	err := c.Call(dispatch.WithMetadata(context.Background(), sent), "Meta.Change", nil, &reply)
 	o := observe(e, &reply, err)
-	o.Extra = strings.Join(append(seen, fmt.Sprint("caller's: ", sent)), "; ")
+	o.Extra = strings.Join([]string{recv(t, seen, waitLong, "the interceptor"), recv(t, seen, waitLong, "the interceptor"),
+		fmt.Sprint("caller's: ", sent)}, "; ")
 	return o
 }
 
