@@ -410,6 +410,11 @@ func TestStreamLostConnectionSaysWhy(t *testing.T) {
 				}
 				add("caller's message over the server's limit", fmt.Sprint(len(got), " messages, ", failure(err)))
 
+				// The opening frame, its metadata, over the Server's limit.
+				ctx := dispatch.WithMetadata(context.Background(), dispatch.Metadata{"big": strings.Repeat("m", small)})
+				got, err = collect(dispatch.CallStream[[]byte, int](ctx, c, "L.Sink", new([]byte("x"))))
+				add("opening frame over the server's limit", fmt.Sprint(len(got), " messages, ", failure(err)))
+
 				srv, c = limitedPair(t, e, 0, small)
 				register(t, srv)
 				for _, shape := range []string{"CallStream", "CallStream, ctx can end", "OpenStream"} {
@@ -426,7 +431,8 @@ func TestStreamLostConnectionSaysWhy(t *testing.T) {
 				msg := peerAnnounced(small + 100 + frame.HeaderLen(map[string]string{"Seq": "0", "Stream": "msg"}))
 				end := peerAnnounced(frame.HeaderLen(map[string]string{"Seq": "0", "Stream": "end", "Md-big": strings.Repeat("m", small+100)}))
 				want.Results = append(want.Results,
-					"caller's message over the server's limit: 0 messages, "+theServerClosed)
+					"caller's message over the server's limit: 0 messages, "+theServerClosed,
+					"opening frame over the server's limit: 0 messages, "+theServerClosed)
 				for _, shape := range []string{"CallStream", "CallStream, ctx can end", "OpenStream"} {
 					want.Results = append(want.Results,
 						shape+", handler's message over the client's limit: 0 messages, "+msg,
