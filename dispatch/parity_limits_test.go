@@ -187,16 +187,21 @@ func replyOverClientLimit(t *testing.T, e *env) outcome {
 }
 
 // replyMetadataRefused: reply metadata the network refuses — too many
-// entries, or too many bytes — makes the reply an error with CodeInternal
-// and without the metadata, on every path, whether the method borrows or
-// not; a reply within the limits carries its metadata on.
+// entries, or too many bytes — makes the reply, or the handler's error
+// reply, an error with CodeInternal and without the metadata, on every
+// path, whether the method borrows or not; a reply within the limits
+// carries its metadata on.
 func replyMetadataRefused(md dispatch.Metadata) func(t *testing.T, e *env) outcome {
 	return func(t *testing.T, e *env) outcome {
 		srv, c := limitedPair(t, e, 0, 0)
 		set := func(ctx context.Context, args *int, reply *int) error {
 			*reply = *args
-			if *args == 0 {
+			switch *args {
+			case 0:
 				return dispatch.SetReplyMetadata(ctx, dispatch.Metadata{"small": "yes"})
+			case 2:
+				_ = dispatch.SetReplyMetadata(ctx, md)
+				return errors.New("failed, with metadata")
 			}
 			return dispatch.SetReplyMetadata(ctx, md)
 		}
@@ -205,7 +210,7 @@ func replyMetadataRefused(md dispatch.Metadata) func(t *testing.T, e *env) outco
 		var words []string
 		for _, method := range []string{"Meta.Borrows", "Meta.Keeps"} {
 			for _, base := range []context.Context{context.Background(), t.Context()} {
-				for _, n := range []int{1, 0} {
+				for _, n := range []int{1, 0, 2} {
 					got := dispatch.Metadata{"stale": "x"}
 					reply := intPtr(5)
 					err := c.Call(dispatch.CaptureReplyMetadata(base, &got), method, intPtr(n), reply)
@@ -222,13 +227,13 @@ func replyMetadataRefused(md dispatch.Metadata) func(t *testing.T, e *env) outco
 func wantReplyRefused(tooLarge string) func(t *testing.T, o outcome) {
 	return func(t *testing.T, o outcome) {
 		parts := strings.Split(o.Extra, "; ")
-		require.Len(t, parts, 8)
+		require.Len(t, parts, 12)
 		for i, p := range parts {
 			method := "Meta.Borrows"
-			if i >= 4 {
+			if i >= 6 {
 				method = "Meta.Keeps"
 			}
-			if i%2 == 1 {
+			if i%3 == 1 {
 				assert.Equal(t, "ok (code <not *dispatch.Error>), reply 0, metadata 1", p)
 				continue
 			}

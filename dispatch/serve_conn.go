@@ -399,9 +399,11 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md 
 	if err == nil {
 		return
 	}
-	if e == nil && isFrameTooLarge(err) {
+	if isFrameTooLarge(err) && (e == nil || len(md) > 0) {
 		// The connection is fine; only this reply is too big. Its
-		// metadata stays behind, since it may be what is too big.
+		// metadata stays behind, since it may be what is too big (an
+		// error reply too big without any, its message, closes the
+		// connection: nothing smaller would say what the handler said).
 		c.reply(seqText, name, nil, nil, nil, replyTooLarge(name, err))
 		return
 	}

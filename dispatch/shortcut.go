@@ -223,8 +223,8 @@ func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply 
 		// caller's values.
 		e, md := c.invoke(ctx, ent, m, PathShortcutDirect, a, reply)
 		ans.arrive(md)
-		if e == nil && len(md) > 0 {
-			return true, c.replyHeadersCheck(ent, m.name, reply, md, ans)
+		if len(md) > 0 {
+			return true, c.replyHeadersCheck(ent, m.name, reply, md, e, ans)
 		}
 		return true, errOf(e)
 	}
@@ -237,8 +237,8 @@ func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply 
 		return true, ErrShutdown // finish puts ctx's error first
 	}
 	ans.arrive(md)
-	if e == nil && len(md) > 0 {
-		if err := c.replyHeadersCheck(ent, m.name, hr, md, ans); err != nil {
+	if len(md) > 0 {
+		if err := c.replyHeadersCheck(ent, m.name, hr, md, e, ans); err != nil {
 			return true, err
 		}
 	}
@@ -248,13 +248,14 @@ func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply 
 	return true, errOf(e)
 }
 
-// replyHeadersCheck applies to a direct call's reply r with metadata md
-// what the network would, as far as it is not the body's to decide: a
-// reply whose headers alone are over a frame limit, or have too many
-// entries, fails as it would on the network, in the same words — for
-// which r is encoded then, as the network would encode it. Reply metadata
-// far from the limits, the common case, builds nothing.
-func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, ans *answer) error {
+// replyHeadersCheck applies to a direct call's reply r with metadata md, or
+// to its error reply e, what the network would, as far as it is not the
+// body's to decide: a reply whose headers alone are over a frame limit, or
+// have too many entries, fails as it would on the network, in the same
+// words — for which r is encoded then, as the network would encode it. It
+// returns e when the reply goes. Reply metadata far from the limits, the
+// common case, builds nothing.
+func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, e *Error, ans *answer) error {
 	server := ent.limit
 	if server <= 0 {
 		server = c.limit
@@ -264,9 +265,15 @@ func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, 
 		for k, v := range md {
 			headers += len(rpcwire.MetadataPrefix) + len(k) + len(v) + 2*4
 		}
-		if headers < min(server, c.limit) {
-			return nil
+		if e != nil {
+			headers += len(e.Message) + len(e.Code)
 		}
+		if headers < min(server, c.limit) {
+			return errOf(e)
+		}
+	}
+	if e != nil { // an error reply has no body: the check is exact
+		return c.replyCheck(name, nil, md, e, server, ans)
 	}
 	h := make(map[string]string, len(md)+2)
 	responseHeader(h, name, "0", nil)
@@ -274,15 +281,15 @@ func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, 
 	if _, err := frame.Check(&transport.Message{Header: h}, min(server, c.limit)); err == nil {
 		return nil // the body is not measured (Borrows)
 	}
-	cdc, e := ent.srv.codecFor(c.ctype)
-	if e != nil {
-		return e
+	cdc, ce := ent.srv.codecFor(c.ctype)
+	if ce != nil {
+		return ce
 	}
 	body, err := appendMarshal(cdc, nil, r)
 	if err != nil {
 		return encodeError(name, err)
 	}
-	return c.replyCheck(name, body, md, server, ans)
+	return c.replyCheck(name, body, md, nil, server, ans)
 }
 
 var buffers = sync.Pool{New: func() any { return new([]byte) }}
@@ -331,7 +338,10 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	}
 	ans.arrive(md)
 	if e != nil {
-		return e
+		if len(md) > 0 {
+			return c.replyCheck(name, nil, md, e, sizes.server, ans)
+		}
+		return e // an error alone is not measured
 	}
 	body, err = appendMarshal(cdc, body[:0], r)
 	*bp = body[:0]
@@ -339,7 +349,7 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 		return encodeError(m.name, err)
 	}
 	if c.sizes(ctx, ent, name, body).near || len(md) > 0 {
-		if err := c.replyCheck(name, body, md, sizes.server, ans); err != nil {
+		if err := c.replyCheck(name, body, md, nil, sizes.server, ans); err != nil {
 			return err
 		}
 	}
@@ -348,12 +358,13 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 }
 
 // replyCheck applies to a reply of name, its body body and its metadata
-// md, what the network would: a reply over the Server's limit, server, is
-// an error reply without the metadata (replyTooLarge); one over the
-// Client's only makes the Client drop the connection.
-func (c *Client) replyCheck(name string, body []byte, md Metadata, server int, ans *answer) error {
-	h := make(map[string]string, len(md)+2)
-	responseHeader(h, name, "0", nil)
+// md, or to its error reply e with md, what the network would: a reply
+// over the Server's limit, server, is an error reply without the metadata
+// (replyTooLarge); one over the Client's only makes the Client drop the
+// connection. It returns e when the reply goes.
+func (c *Client) replyCheck(name string, body []byte, md Metadata, e *Error, server int, ans *answer) error {
+	h := make(map[string]string, len(md)+4)
+	responseHeader(h, name, "0", e)
 	addMetadata(h, md)
 	resp := transport.Message{Header: h, Body: body}
 	if _, err := frame.Check(&resp, server); err != nil {
@@ -364,7 +375,7 @@ func (c *Client) replyCheck(name string, body []byte, md Metadata, server int, a
 		ans.lost()
 		return frameRefused(&resp, c.limit) // the Client drops a connection that sends it an oversize frame
 	}
-	return nil
+	return errOf(e)
 }
 
 // frameSizes says whether a request is near enough to a frame limit for the
