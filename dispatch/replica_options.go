@@ -36,7 +36,8 @@ func defaultReplicaOptions() replicaOptions {
 //
 // A replica that fails WithEjection's number of calls in a row — failures
 // of the transport, not errors of its handlers — is left out for a while;
-// one shutting down (CodeUnavailable) is left out at once. A call that
+// one shutting down (CodeUnavailable) is left out at once. One outage is
+// one ejection: the calls it failed together count once. A call that
 // fails before it can have reached a handler (the dial failed, the replica
 // was shutting down, it had too many calls) is tried once on each other
 // replica; one that may have reached a handler (the connection failed
@@ -132,10 +133,14 @@ const (
 
 // WithEjection sets when a Client of replicas leaves a replica out:
 // after failures calls in a row failed in its transport (a refused dial,
-// a connection that failed; handler errors do not count), for d, doubled
-// at each ejection that follows another without a success between them,
-// up to 30 d. A replica left out is tried again when its time is up, and
-// when no other is left. failures must be at least 1 and d positive.
+// a connection that failed; handler errors do not count), for d. A replica
+// left out is tried again when its time is up, and when no other is left.
+// One outage is one ejection: the failures of calls begun before the time
+// out ended — the other calls one broken connection or one drain failed,
+// those tried on it while it was out — do not count. The time doubles at
+// each ejection that follows another without a success between them
+// (the replica was let back in and failed again), up to 30 d. failures
+// must be at least 1 and d positive.
 func WithEjection(failures int, d time.Duration) ClientOption {
 	return clientOption(func(o *clientOptions) {
 		if failures < 1 {

@@ -42,11 +42,75 @@ type replica struct {
 	addr     string
 	c        *Client
 	inflight atomic.Int64
-	fails    atomic.Int32 // transport failures in a row
-	out      atomic.Int64 // left out until this time (UnixNano); 0: in
-	ejected  atomic.Int32 // ejections since the last success
-	unfit    atomic.Bool  // its last ReplicaCheck failed
-	removed  atomic.Bool  // no longer reported: closed once idle
+	health   replicaHealth
+	unfit    atomic.Bool // its last ReplicaCheck failed
+	removed  atomic.Bool // no longer reported: closed once idle
+}
+
+// replicaHealth is what the outcomes of a replica's calls say of it:
+// whether it is left out, and until when. One outage is one ejection: the
+// calls one broken connection or one drain fails together, and those
+// refused while the replica is out, must not each eject it again (each
+// ejection in a row doubles the time out). So an outcome counts only for what the replica
+// has done since its last ejection: a failure only if its call was begun
+// while the replica was in (at or after the end of its last time out), a
+// success only if its call was begun after the last ejection. A call's
+// beginning is the time its replica was picked (monoNow).
+type replicaHealth struct {
+	out   atomic.Int64 // left out until this time; in from then on
+	clean atomic.Bool  // nothing to forget: a success changes nothing
+
+	mu      sync.Mutex // orders the changes below, and of out
+	since   int64      // the time of the last ejection
+	fails   int        // transport failures in a row while in
+	ejected int        // ejections since the last success
+}
+
+// monoNow is the time on the monotonic clock, in nanoseconds: a change of
+// the wall clock moves no time out.
+func monoNow() int64 { return int64(time.Since(monoEpoch)) }
+
+var monoEpoch = time.Now()
+
+// failed records the failure of a call begun at begun; atOnce ejects at
+// the first (a replica shutting down), otherwise it takes after failures
+// in a row. The time out is d, doubled at each ejection since the last
+// success, up to 30 d: 1, 2, 4, 8, 16, then 30 times.
+func (h *replicaHealth) failed(begun int64, atOnce bool, after int, d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if begun < h.out.Load() {
+		return // begun before its time out ended: the outage is counted
+	}
+	h.clean.Store(false)
+	h.fails++
+	if !atOnce && h.fails < after {
+		return
+	}
+	n := min(h.ejected, 5)
+	h.ejected++
+	h.fails = 0
+	h.since = monoNow()
+	h.out.Store(h.since + int64(min(d<<n, 30*d)))
+}
+
+// succeeded records the success of a call begun at begun: the replica is
+// in, and its failures are forgotten — unless the call was begun before
+// the last ejection, when it says nothing of the replica since.
+func (h *replicaHealth) succeeded(begun int64) {
+	if h.clean.Load() {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if begun < h.since {
+		return
+	}
+	h.fails, h.ejected = 0, 0
+	if now := monoNow(); h.out.Load() > now {
+		h.out.Store(now) // it answered while out (no other was left): in
+	}
+	h.clean.Store(true)
 }
 
 // dialReplicas is Dial for a Client of replicas.
@@ -125,7 +189,9 @@ func (s *replicaSet) update(addrs []string, err error) {
 			next = append(next, old[i])
 			continue
 		}
-		next = append(next, &replica{addr: a, c: newAddrClient(s.tr, a, s.sub)})
+		r := &replica{addr: a, c: newAddrClient(s.tr, a, s.sub)}
+		r.health.clean.Store(true)
+		next = append(next, r)
 	}
 	s.list.Store(&next)
 	for _, r := range old {
@@ -178,13 +244,9 @@ func (r *replica) end() {
 	}
 }
 
-// usable reports whether r may be chosen at now (UnixNano).
+// usable reports whether r may be chosen at now (monoNow).
 func (r *replica) usable(now int64) bool {
-	if r.unfit.Load() {
-		return false
-	}
-	until := r.out.Load()
-	return until == 0 || now >= until
+	return !r.unfit.Load() && now >= r.health.out.Load()
 }
 
 // isLocal reports whether r is served by this process and its Client
@@ -194,11 +256,10 @@ func (r *replica) isLocal() bool {
 	return c.opts.shortcut != ShortcutOff && shortcuts.lookupCached(c.key, c.wire, &c.found) != nil
 }
 
-// pick chooses the replica of the next attempt of a call, none of tried.
-// nil means there is none left to try.
-func (s *replicaSet) pick(tried []*replica) *replica {
+// pick chooses the replica of the next attempt of a call, none of tried,
+// at now (monoNow). nil means there is none left to try.
+func (s *replicaSet) pick(tried []*replica, now int64) *replica {
 	list := *s.list.Load()
-	now := time.Now().UnixNano()
 	// A local replica at its limit is skipped while others are usable:
 	// the overflow goes to them.
 	var saturated *replica
@@ -241,7 +302,7 @@ func (s *replicaSet) pick(tried []*replica) *replica {
 		if slices.Contains(tried, r) || r.removed.Load() {
 			continue
 		}
-		if best == nil || r.out.Load() < best.out.Load() {
+		if best == nil || r.health.out.Load() < best.health.out.Load() {
 			best = r
 		}
 	}
@@ -295,7 +356,8 @@ func (s *replicaSet) try(ctx context.Context, idempotent bool, attempt func(r *r
 	tried := triedBuf[:0]
 	var last error
 	for {
-		r := s.pick(tried)
+		begun := monoNow()
+		r := s.pick(tried, begun)
 		if r == nil {
 			if last == nil {
 				last = s.noReplicas()
@@ -303,7 +365,7 @@ func (s *replicaSet) try(ctx context.Context, idempotent bool, attempt func(r *r
 			return last
 		}
 		err := attempt(r)
-		retry := s.outcome(r, err)
+		retry := s.outcome(r, begun, err)
 		if err == nil {
 			return nil
 		}
@@ -339,11 +401,11 @@ const (
 	retryAlways                        // the call cannot have reached a handler
 )
 
-// outcome records how an attempt on r went and says whether the call may
-// be tried on another replica.
-func (s *replicaSet) outcome(r *replica, err error) retryKind {
+// outcome records how an attempt on r, begun at begun, went and says
+// whether the call may be tried on another replica.
+func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 	if err == nil {
-		s.succeeded(r)
+		s.succeeded(r, begun)
 		return retryNever
 	}
 	var de *dialError
@@ -351,7 +413,7 @@ func (s *replicaSet) outcome(r *replica, err error) retryKind {
 		// Nothing was sent: the dial failed, or the replica left the set
 		// (and its Client closed) between the pick and the call.
 		s.budget.failed()
-		s.failed(r)
+		s.failed(r, begun, false)
 		return retryAlways
 	}
 	var e *Error
@@ -360,15 +422,15 @@ func (s *replicaSet) outcome(r *replica, err error) retryKind {
 		case e.Code == CodeUnavailable:
 			// Shutting down (or a handler saying it cannot serve now):
 			// leave it out at once, and go elsewhere.
-			s.eject(r)
 			s.budget.failed()
+			s.failed(r, begun, true)
 			return retryAlways
 		case e.Code == CodeResourceExhausted && isAdmissionRefusal(e):
 			return retryAlways
 		case e.Code == CodeCanceled || e.Code == CodeDeadlineExceeded:
 			return retryNever
 		}
-		s.succeeded(r) // the replica answered: it is fit
+		s.succeeded(r, begun) // the replica answered: it is fit
 		return retryNever
 	}
 	if errors.Is(err, ErrNilReply) {
@@ -376,7 +438,7 @@ func (s *replicaSet) outcome(r *replica, err error) retryKind {
 	}
 	// The connection failed with the call on it.
 	s.budget.failed()
-	s.failed(r)
+	s.failed(r, begun, false)
 	return retryIfIdempotent
 }
 
@@ -388,41 +450,24 @@ func isAdmissionRefusal(e *Error) bool {
 	return len(e.Message) >= len(prefix) && e.Message[:len(prefix)] == prefix
 }
 
-func (s *replicaSet) succeeded(r *replica) {
+func (s *replicaSet) succeeded(r *replica, begun int64) {
 	s.budget.succeeded()
-	if r.fails.Load() != 0 {
-		r.fails.Store(0)
-	}
-	if r.ejected.Load() != 0 {
-		r.ejected.Store(0)
-	}
-	if r.out.Load() != 0 {
-		r.out.Store(0)
-	}
+	r.health.succeeded(begun)
 }
 
-func (s *replicaSet) failed(r *replica) {
-	if w := s.currentWatch(); w != nil {
-		w.Refresh() // the set may have changed
+func (s *replicaSet) failed(r *replica, begun int64, atOnce bool) {
+	if !atOnce {
+		if w := s.currentWatch(); w != nil {
+			w.Refresh() // the set may have changed
+		}
 	}
-	if int(r.fails.Add(1)) >= s.opts.ejectAfter {
-		s.eject(r)
-	}
+	r.health.failed(begun, atOnce, s.opts.ejectAfter, s.opts.ejectFor)
 }
 
 func (s *replicaSet) currentWatch() resolver.Watch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.watch
-}
-
-// eject leaves r out for ejectFor, doubled at each ejection in a row, up
-// to 30 times.
-func (s *replicaSet) eject(r *replica) {
-	r.fails.Store(0)
-	n := min(r.ejected.Add(1)-1, 5) // 1, 2, 4, 8, 16, then 30 times
-	d := min(s.opts.ejectFor<<n, 30*s.opts.ejectFor)
-	r.out.Store(time.Now().Add(d).UnixNano())
 }
 
 // retryBudget is RetryBudget's state: tokens in thousandths.

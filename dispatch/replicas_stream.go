@@ -48,7 +48,7 @@ func (s *replicaSet) fastStream(ctx context.Context, name string, in, out reflec
 	if s.opts.localLimit == 0 {
 		return false
 	}
-	r := s.pick(nil)
+	r := s.pick(nil, monoNow())
 	if r == nil || !r.isLocal() {
 		return false
 	}

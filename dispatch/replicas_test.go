@@ -27,15 +27,18 @@ import (
 type replicaFleet struct {
 	t     *testing.T
 	tr    transport.Transport
+	opts  []dispatch.ServerOption // every replica's
+	gate  chan struct{}           // closed: Who.Am pauses no more, Who.Unavailable answers
 	mu    sync.Mutex
 	srvs  []*dispatch.Server
 	addrs []string
 	calls []*atomic.Int64 // calls each replica's handlers began
 }
 
-// newFleet starts n replicas over tr, listening on listen(i).
-func newFleet(t *testing.T, tr transport.Transport, n int, listen func(i int) string) *replicaFleet {
-	f := &replicaFleet{t: t, tr: tr}
+// newFleet starts n replicas over tr, listening on listen(i), each a
+// Server made with opts.
+func newFleet(t *testing.T, tr transport.Transport, n int, listen func(i int) string, opts ...dispatch.ServerOption) *replicaFleet {
+	f := &replicaFleet{t: t, tr: tr, opts: opts, gate: make(chan struct{})}
 	for i := range n {
 		f.calls = append(f.calls, new(atomic.Int64))
 		f.srvs = append(f.srvs, nil)
@@ -47,7 +50,7 @@ func newFleet(t *testing.T, tr transport.Transport, n int, listen func(i int) st
 
 // start serves replica i at addr.
 func (f *replicaFleet) start(i int, addr string) {
-	srv := dispatch.NewServer()
+	srv := dispatch.NewServer(f.opts...)
 	calls := f.calls[i]
 	name := fmt.Sprint("replica-", i)
 	require.NoError(f.t, dispatch.Handle(srv, "Who.Am", func(ctx context.Context, pause *time.Duration, who *string) error {
@@ -55,6 +58,7 @@ func (f *replicaFleet) start(i int, addr string) {
 		if *pause > 0 {
 			select {
 			case <-time.After(*pause):
+			case <-f.gate:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
@@ -65,6 +69,14 @@ func (f *replicaFleet) start(i int, addr string) {
 	require.NoError(f.t, dispatch.Handle(srv, "Who.Fails", func(ctx context.Context, _ *int, _ *string) error {
 		calls.Add(1)
 		return &dispatch.Error{Code: dispatch.CodeNotFound, Message: "no such thing"}
+	}))
+	require.NoError(f.t, dispatch.Handle(srv, "Who.Unavailable", func(ctx context.Context, _ *int, _ *string) error {
+		calls.Add(1)
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+		}
+		return &dispatch.Error{Code: dispatch.CodeUnavailable, Message: "cannot serve now"}
 	}))
 	require.NoError(f.t, dispatch.HandleStream(srv, "Who.Count", func(ctx context.Context, s *dispatch.ServerStream[int, string]) error {
 		calls.Add(1)
@@ -462,4 +474,179 @@ func TestReplicasLocalFirst(t *testing.T) {
 	}
 	assert.Zero(t, seen["replica-1"])
 	assert.Equal(t, 10, seen["replica-0"]+seen["replica-2"])
+}
+
+// closeTransport closes tr if it holds anything to close (mux does).
+func closeTransport(tr transport.Transport) {
+	if c, ok := tr.(io.Closer); ok {
+		c.Close()
+	}
+}
+
+// loopback gives replica i an address of its own on loopback.
+func loopback(i int) string { return fmt.Sprintf("127.0.0.%d:0", i+2) }
+
+// kill ends replica i abruptly, as a SIGKILL would: its listener and its
+// connections close at once, and the calls on them fail. It returns the
+// replica's address, to start it again at.
+func (f *replicaFleet) kill(i int) string {
+	f.mu.Lock()
+	srv, addr := f.srvs[i], f.addrs[i]
+	f.mu.Unlock()
+	require.NoError(f.t, srv.Close())
+	return addr
+}
+
+// hold makes n calls of method on c, each held by its handler until ctx
+// ends or the fleet's gate opens, and waits
+// until replica i's handlers have begun them all: r, the Client's
+// resolver, reports replica i alone meanwhile. wait returns the calls'
+// errors once they are done.
+func hold(t *testing.T, ctx context.Context, f *replicaFleet, r *pushResolver, c *dispatch.Client, i, n int, method string) (wait func() []error) {
+	r.push(f.addrs[i:i+1], nil)
+	before := f.calls[i].Load()
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			pause := time.Hour
+			var s string
+			errs <- c.Call(ctx, method, &pause, &s)
+		}()
+	}
+	require.Eventually(t, func() bool { return f.calls[i].Load() == before+int64(n) }, 10*time.Second, time.Millisecond)
+	return func() []error {
+		var all []error
+		for range n {
+			all = append(all, <-errs)
+		}
+		return all
+	}
+}
+
+// untilCalled calls Who.Am on c, a call at a time, until replica i's
+// handlers begin one, and returns how long after since that was; false if
+// they began none before limit had passed since then. A call may fail
+// with ErrShutdown (over mux, the first after a peer's death can be opened
+// on its session before the session is known dead); any other error fails
+// the test.
+func untilCalled(t *testing.T, f *replicaFleet, c *dispatch.Client, i int, since time.Time, limit time.Duration) (time.Duration, bool) {
+	before := f.calls[i].Load()
+	for time.Since(since) < limit {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		_, err := whoAmI(ctx, c, 0)
+		cancel()
+		if !errors.Is(err, dispatch.ErrShutdown) {
+			require.NoError(t, err)
+		}
+		if f.calls[i].Load() > before {
+			return time.Since(since), true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Since(since), false
+}
+
+// One outage of a replica is one ejection, however many calls it failed:
+// with the default WithEjection (3 failures, 1 s), a replica killed with n
+// calls in flight and started again at once at the same address takes
+// calls again within about 1 s — not 2, 8 or 30 s, as when each failed
+// call doubled the time out. So does a replica that answered n calls
+// CodeUnavailable together, as a draining one answers those it turns away.
+func TestReplicaOutageIsOneEjection(t *testing.T) {
+	limit := dispatch.DefaultEjectFor * 16 / 10
+	transports := map[string]func() transport.Transport{
+		"mux": func() transport.Transport { return mux.New() },
+		"tcp": func() transport.Transport { return tcp.New() },
+	}
+	for _, n := range []int{1, 6, 12, 18} {
+		for _, how := range []string{"mux-killed", "tcp-killed", "mux-unavailable"} {
+			t.Run(fmt.Sprint(how, "-", n), func(t *testing.T) {
+				t.Parallel()
+				tr := transports[how[:3]]()
+				defer closeTransport(tr)
+				f := newFleet(t, tr, 2, loopback)
+				r := &pushResolver{first: f.addrs}
+				c, err := dispatch.Dial(t.Context(), tr, "svc", dispatch.WithResolver(r))
+				require.NoError(t, err)
+				defer c.Close()
+				var wait func() []error
+				var failed time.Time
+				if how[4:] == "killed" {
+					wait = hold(t, t.Context(), f, r, c, 0, n, "Who.Am")
+					r.push(f.addrs, nil)
+					failed = time.Now()
+					f.start(0, f.kill(0))
+					for _, err := range wait() {
+						require.ErrorIs(t, err, dispatch.ErrShutdown)
+					}
+				} else {
+					wait = hold(t, t.Context(), f, r, c, 0, n, "Who.Unavailable")
+					failed = time.Now()
+					close(f.gate)
+					for _, err := range wait() {
+						var e *dispatch.Error
+						require.ErrorAs(t, err, &e)
+						require.Equal(t, dispatch.CodeUnavailable, e.Code)
+					}
+					r.push(f.addrs, nil)
+				}
+				back, ok := untilCalled(t, f, c, 0, failed, limit)
+				t.Logf("%s with %d calls in flight: called again after %v", how, n, back.Round(time.Millisecond))
+				assert.True(t, ok, "not called again within %v", limit)
+			})
+		}
+	}
+}
+
+// A graceful rolling restart under load: a replica shut down and started
+// again at once at the same address is left out for the default time out
+// (1 s) — a call begun before its drain and answered during it does not
+// let it back in while it still turns calls away — and then takes calls
+// again; no caller sees an error.
+func TestReplicaRollingRestartIsOneEjection(t *testing.T) {
+	m := mux.New()
+	defer m.Close()
+	f := newFleet(t, m, 2, loopback)
+	c := f.dial(t)
+	stop := load(t, c, 16)
+	time.Sleep(100 * time.Millisecond)
+	addr := f.addrs[0]
+	shut := time.Now()
+	require.NoError(t, f.srvs[0].Shutdown(t.Context()))
+	f.start(0, addr)
+	limit := dispatch.DefaultEjectFor * 16 / 10
+	back, ok := untilCalled(t, f, c, 0, shut, limit)
+	t.Logf("called again %v after its Shutdown began", back.Round(time.Millisecond))
+	assert.True(t, ok, "not called again within %v", limit)
+	assert.GreaterOrEqual(t, back, dispatch.DefaultEjectFor*9/10, "left out for its time out")
+	assert.Empty(t, stop(), "a caller saw the restart")
+}
+
+// The time out doubles when a replica fails again after it was let back
+// in: killed and still down when its time is up, a replica is out again
+// for twice as long.
+func TestReplicaEjectionDoubles(t *testing.T) {
+	const d = 300 * time.Millisecond
+	m := mux.New()
+	defer m.Close()
+	f := newFleet(t, m, 2, loopback)
+	r := &pushResolver{first: f.addrs}
+	c, err := dispatch.Dial(t.Context(), m, "svc", dispatch.WithResolver(r), dispatch.WithEjection(3, d))
+	require.NoError(t, err)
+	defer c.Close()
+	wait := hold(t, t.Context(), f, r, c, 0, 6, "Who.Am")
+	r.push(f.addrs, nil)
+	killed := time.Now()
+	addr := f.kill(0)
+	wait()
+	// Out for d; let back in, its dials are refused: out for 2 d.
+	stop := load(t, c, 2)
+	time.Sleep(time.Until(killed.Add(d * 3 / 2)))
+	f.start(0, addr)
+	back, ok := untilCalled(t, f, c, 0, killed, 10*d)
+	assert.Empty(t, stop(), "refused dials are retried on the other replica")
+	t.Logf("called again after %v", back.Round(time.Millisecond))
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, back, d*5/2, "out for d, then 2 d")
+	assert.Less(t, back, d*9/2, "out for d, then 2 d")
 }
