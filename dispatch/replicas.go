@@ -402,7 +402,10 @@ const (
 )
 
 // outcome records how an attempt on r, begun at begun, went and says
-// whether the call may be tried on another replica.
+// whether the call may be tried on another replica. Only a failure that
+// may have reached a handler takes from the retry budget: the retry of one
+// that cannot have is free (as gRPC's transparent retries are), and at
+// most one on each replica.
 func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 	if err == nil {
 		s.succeeded(r, begun)
@@ -412,7 +415,6 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 	if errors.As(err, &de) || err == ErrShutdown && r.removed.Load() {
 		// Nothing was sent: the dial failed, or the replica left the set
 		// (and its Client closed) between the pick and the call.
-		s.budget.failed()
 		s.failed(r, begun, false)
 		return retryAlways
 	}
@@ -422,7 +424,6 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 		case e.Code == CodeUnavailable:
 			// Shutting down (or a handler saying it cannot serve now):
 			// leave it out at once, and go elsewhere.
-			s.budget.failed()
 			s.failed(r, begun, true)
 			return retryAlways
 		case e.Code == CodeResourceExhausted && isAdmissionRefusal(e):

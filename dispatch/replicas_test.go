@@ -650,3 +650,103 @@ func TestReplicaEjectionDoubles(t *testing.T) {
 	assert.GreaterOrEqual(t, back, d*5/2, "out for d, then 2 d")
 	assert.Less(t, back, d*9/2, "out for d, then 2 d")
 }
+
+// The death of one replica of three under 64 callers of an idempotent
+// method loses no call with the default retry budget: the calls it held
+// are retried on the others.
+func TestReplicaDeathUnderLoadLosesNoCall(t *testing.T) {
+	for name, tr := range map[string]transport.Transport{"mux": mux.New(), "tcp": tcp.New()} {
+		t.Run(name, func(t *testing.T) {
+			defer closeTransport(tr)
+			f := newFleet(t, tr, 3, loopback)
+			c := f.dial(t, dispatch.WithIdempotent("Who.Am"))
+			stop := load(t, c, 64)
+			time.Sleep(200 * time.Millisecond)
+			f.kill(1)
+			time.Sleep(200 * time.Millisecond)
+			errs := stop()
+			assert.Empty(t, errs, "%d calls lost", len(errs))
+		})
+	}
+}
+
+// Calls refused before any handler could run — a refused dial, an
+// admission refusal, a Server shutting down — are retried elsewhere for
+// free: they leave the retry budget whole for the calls that may have
+// reached a handler. A budget of 4 with nothing given back then saves one
+// of three calls in flight on a replica that dies, and only one.
+func TestRefusalsLeaveTheRetryBudget(t *testing.T) {
+	m := mux.New()
+	defer m.Close()
+	// 0 dies, 1 serves, 2 shuts down; one admits one call at a time.
+	f := newFleet(t, m, 3, loopback)
+	one := newFleet(t, m, 1, func(int) string { return "127.0.0.8:0" }, dispatch.WithMaxCallsPerConn(1))
+	l, err := net.Listen("tcp", "127.0.0.9:0")
+	require.NoError(t, err)
+	dead := l.Addr().String()
+	require.NoError(t, l.Close())
+	r := &pushResolver{first: []string{dead, f.addrs[1]}}
+	c, err := dispatch.Dial(t.Context(), m, "svc", dispatch.WithResolver(r), dispatch.WithIdempotent("Who.Am"),
+		dispatch.WithRetryBudget(dispatch.RetryBudget{Max: 4, Ratio: 0}))
+	require.NoError(t, err)
+	defer c.Close()
+	callTwice := func() {
+		t.Helper()
+		for range 2 { // round-robin: one of them goes first to the other replica
+			s, err := whoAmI(t.Context(), c, 0)
+			require.NoError(t, err)
+			require.Equal(t, "replica-1", s)
+		}
+	}
+
+	// Refused dials, until the dead address is left out.
+	for range 3 {
+		callTwice()
+	}
+
+	// A Server shutting down, with a call in flight.
+	held, release := context.WithCancel(t.Context())
+	wait := hold(t, held, f, r, c, 2, 1, "Who.Am")
+	probe, err := dispatch.Dial(t.Context(), m, f.addrs[2]) // to see the drain begin
+	require.NoError(t, err)
+	defer probe.Close()
+	shut := make(chan error, 1)
+	go func() { shut <- f.srvs[2].Shutdown(t.Context()) }()
+	require.Eventually(t, func() bool {
+		_, err := whoAmI(t.Context(), probe, 0)
+		var e *dispatch.Error
+		return errors.As(err, &e) && e.Code == dispatch.CodeUnavailable || errors.Is(err, dispatch.ErrShutdown)
+	}, 10*time.Second, time.Millisecond)
+	r.push([]string{f.addrs[2], f.addrs[1]}, nil)
+	callTwice()
+	release()
+	wait()
+	require.NoError(t, <-shut)
+
+	// An admission refusal: a connection with its one call in flight.
+	held, release = context.WithCancel(t.Context())
+	wait = hold(t, held, one, r, c, 0, 1, "Who.Am")
+	r.push([]string{one.addrs[0], f.addrs[1]}, nil)
+	callTwice()
+	release()
+	wait()
+
+	// A replica dies with three calls in flight: the budget (4 tokens, a
+	// retry while more than 2 are left) retries the first to fail, and
+	// only it.
+	wait = hold(t, t.Context(), f, r, c, 0, 3, "Who.Am")
+	r.push(f.addrs[:2], nil)
+	f.kill(0)
+	close(f.gate) // the retry is not held
+	var ok, lost int
+	for _, err := range wait() {
+		if err == nil {
+			ok++
+		} else {
+			assert.ErrorIs(t, err, dispatch.ErrShutdown)
+			lost++
+		}
+	}
+	assert.Equal(t, 1, ok, "calls retried")
+	assert.Equal(t, 2, lost, "calls the budget did not retry")
+}
