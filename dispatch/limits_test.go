@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,4 +337,72 @@ func TestBytesPerConnAreBounded(t *testing.T) {
 	assert.Positive(t, refused, "calls past the bound are turned away")
 	sock.Close()
 	recv(t, done, waitLong, "the sender to stop")
+}
+
+// TestBytesPerConnIsACeiling: a peer over tcp that sends 64 KiB calls and
+// never reads makes the server hold no more than WithMaxBytesPerConn and a
+// small bound beyond it. The replies that cannot be written are counted
+// until they are: a reply's copy in the socket's queue, which its sender no
+// longer holds, counts as much as the reply did (without it the server held
+// 1.5 times the budget: each call's request, its reply, and the copy).
+func TestBytesPerConnIsACeiling(t *testing.T) {
+	const budget = 16 << 20
+	srv := dispatch.NewServer(dispatch.WithMaxBytesPerConn(budget), dispatch.WithReplyTimeout(time.Minute))
+	var admitted atomic.Int64
+	require.NoError(t, dispatch.Handle(srv, "Blob.Echo", func(ctx context.Context, b *[]byte, r *[]byte) error {
+		admitted.Add(1)
+		*r = *b
+		return nil
+	}))
+	tr := tcp.New()
+	addr := serve(t, srv, tr, "127.0.0.1:0")
+	// Warm the paths up, so that the baseline holds what any use keeps.
+	c, err := dispatch.Dial(context.Background(), tr, addr)
+	require.NoError(t, err)
+	var got []byte
+	require.NoError(t, c.Call(context.Background(), "Blob.Echo", make([]byte, 64<<10), &got))
+	c.Close()
+	before := liveHeap()
+
+	sock, err := tr.Dial(context.Background(), addr)
+	require.NoError(t, err)
+	body, err := codec.Msgpack.Marshal(make([]byte, 64<<10))
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 4 * budget / len(body) {
+			m := &transport.Message{Header: map[string]string{"Service-Method": "Blob.Echo", "Seq": strconv.Itoa(i)}, Body: body}
+			if sock.Send(m) != nil {
+				return // closed below: the server stopped reading long before
+			}
+		}
+	}()
+	// The server takes what it will, then stops reading: wait until the
+	// calls it runs stop growing in number.
+	for last := int64(-1); ; {
+		time.Sleep(300 * time.Millisecond)
+		n := admitted.Load()
+		if n > 0 && n == last {
+			break
+		}
+		last = n
+	}
+	held := liveHeap() - before
+	// The bound beyond the budget: what the socket's queue holds of its own
+	// (maxQueued and one frame, twice: the batch being written and the next),
+	// the reader's buffers, and the last call admitted.
+	const slack = 2 << 20
+	t.Logf("%d calls admitted, %.1f MiB held (budget %d MiB)", admitted.Load(), float64(held)/(1<<20), budget>>20)
+	assert.LessOrEqual(t, held, int64(budget+slack), "heap held by a peer that does not read, against the byte budget")
+	sock.Close()
+	recv(t, done, waitLong, "the sender to stop")
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

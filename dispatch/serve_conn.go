@@ -36,8 +36,13 @@ type serverConn struct {
 	inflight int
 	// bytes counts the request bodies of the calls in flight and the
 	// replies being written: what a peer makes the server hold, which
-	// WithMaxBytesPerConn bounds. Atomic, so that replies need no lock.
+	// WithMaxBytesPerConn bounds, with what the socket holds unwritten
+	// (held). Atomic, so that replies need no lock.
 	bytes atomic.Int64
+	// unwritten is sock's, when it can say how much it holds unwritten
+	// (frame.Socket's Unwritten): the copies of replies queued behind a
+	// write that has not finished, whose senders have let go of them.
+	unwritten interface{ Unwritten() int64 }
 
 	// watchdog closes the connection when its replies stop going out
 	// (WithReplyTimeout); nil when the timeout is off.
@@ -267,7 +272,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, ope
 	} else if c.inflight >= c.srv.opts.maxConnCalls {
 		refuse = &Error{Code: CodeResourceExhausted, Message: "dispatch: too many calls in flight on this connection (limit " +
 			strconv.Itoa(c.srv.opts.maxConnCalls) + ")"}
-	} else if size := int64(len(m.Body)); c.inflight > 0 && c.bytes.Load()+size > c.srv.opts.maxConnBytes {
+	} else if size := int64(len(m.Body)); c.inflight > 0 && c.held()+size > c.srv.opts.maxConnBytes {
 		// One call is always admitted, however large: the frame limit
 		// bounds it.
 		refuse = bytesExhausted(c.srv.opts.maxConnBytes)
@@ -286,6 +291,18 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, ope
 	c.mu.Unlock()
 
 	return call
+}
+
+// held is what the connection holds for its peer, WithMaxBytesPerConn's
+// measure: the requests of the calls in flight, their replies until they
+// are written or dropped (while a reply waits in the socket's queue, its
+// copy there), and what waits in stream inboxes.
+func (c *serverConn) held() int64 {
+	n := c.bytes.Load()
+	if c.unwritten != nil {
+		n += c.unwritten.Unwritten()
+	}
+	return n
 }
 
 // refuse answers a call, or the opening of a stream, with e at once.
@@ -420,8 +437,8 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md 
 // (transport.BatchSender): one queued behind a write under way returns at
 // once and goes out with that write's next batch, so that the replies of
 // calls finishing together share a write (BenchmarkParallel). The
-// socket's queue bounds what waits there (frame's maxQueued), beside what
-// WithMaxBytesPerConn counts.
+// socket's queue bounds what waits there (frame's maxQueued), and what
+// waits counts in WithMaxBytesPerConn until it is written (held).
 func (c *serverConn) sendBounded(m *transport.Message) error {
 	w := c.watchdog
 	if w != nil {

@@ -350,6 +350,7 @@ func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
 	c := &serverConn{srv: s, sock: sock, wire: wire, calls: make(map[uint64]*serverCall), done: make(chan struct{}), drained: make(chan struct{})}
 	c.async, _ = sock.(transport.AsyncSender)
 	c.batch, _ = sock.(transport.BatchSender)
+	c.unwritten, _ = sock.(interface{ Unwritten() int64 })
 	_, c.inlineOK = sock.(transport.FrameWaiter)
 	if d := s.opts.replyTimeout; d > 0 {
 		c.watchdog = newReplyWatchdog(d, c.stalled)

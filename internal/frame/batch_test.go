@@ -141,3 +141,52 @@ func TestBatchFlushInterruptedAndBounded(t *testing.T) {
 	require.Error(t, err, "the interrupted batch closed the socket")
 	assert.False(t, strings.Contains(err.Error(), "use of closed"), "the cause is reported: %v", err)
 }
+
+// Senders that wait for their own writes (Send's) behind a write that
+// cannot finish copy no more than maxQueued and one frame into the queue,
+// however many they are; what the socket holds unwritten is counted
+// (Unwritten), and given back when the write fails and the queue is
+// dropped. Before the bound every waiting Send left a copy of its frame
+// in the queue.
+func TestSendBoundedBehindBlockedWrite(t *testing.T) {
+	sa, _, _ := socketPair(t) // the peer never reads
+	big := &transport.Message{Body: make([]byte, 64<<10)}
+	frame := int64(len(big.Body) + PrefixLen)
+
+	// Fill the kernel's buffers until a Send blocks; it writes its own
+	// frame, which the socket does not copy.
+	blocked := make(chan error, 1)
+	for {
+		go func() { blocked <- sa.Send(big) }()
+		select {
+		case err := <-blocked:
+			require.NoError(t, err)
+			continue
+		case <-time.After(50 * time.Millisecond):
+		}
+		break
+	}
+	const senders = 40
+	errs := make(chan error, senders)
+	for range senders {
+		go func() { errs <- sa.Send(big) }()
+	}
+	// Let every sender queue what it will.
+	last := int64(-1)
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		n := sa.Unwritten()
+		if n == last && n > 0 {
+			break
+		}
+		last = n
+	}
+	assert.Positive(t, last, "the queued frames are counted")
+	assert.LessOrEqual(t, last, maxQueued+frame, "Send copied more than maxQueued and one frame behind a blocked write (%d senders)", senders)
+
+	sa.Close()
+	require.Error(t, <-blocked)
+	for range senders {
+		require.Error(t, <-errs, "a Send behind the failed write fails with it")
+	}
+	assert.Zero(t, sa.Unwritten(), "what was queued is dropped with the socket")
+}

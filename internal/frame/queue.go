@@ -2,15 +2,20 @@ package frame
 
 import (
 	"sync"
+	"sync/atomic"
 )
 
 // maxKeptQueue bounds the queue buffer a socket keeps between bursts.
 const maxKeptQueue = 256 << 10
 
-// maxQueued bounds what Queue adds to behind a write under way: past it,
-// Queue waits for that write, so that senders who do not wait for their
-// own writes (Queue's) cannot make a socket whose peer has stopped reading
-// hold more than this.
+// maxQueued bounds what Send and Queue add to behind a write under way:
+// past it, they wait for that write before copying their frame in, so that
+// a socket whose peer has stopped reading holds at most this and one frame
+// in its queue, and as much again in the batch being written, however
+// many senders wait. Without it every waiting Send held a copy of its
+// frame besides the frame itself (a non-reading tcp peer of a Server made
+// it hold 512 copies of 64 KiB replies beyond what WithMaxBytesPerConn
+// counts).
 const maxQueued = 256 << 10
 
 // sendQueue coalesces writes (transport.AsyncSender): frames sent while a
@@ -36,6 +41,10 @@ type sendQueue struct {
 	// deadline; the deadline is cleared before the queue has another
 	// writer.
 	interrupted bool
+	// unwritten counts the bytes of the frames taken and not yet written
+	// or dropped: those in buf and the batch being written (Unwritten).
+	// Changed under mu; atomic, so that reading it takes no lock.
+	unwritten atomic.Int64
 }
 
 func (q *sendQueue) init() { q.cond.L = &q.mu }
@@ -49,6 +58,16 @@ func (q *sendQueue) claim() bool {
 	q.busy = true
 	q.writer++
 	return true
+}
+
+// room waits, q.mu held, until the queue may take another frame: no
+// write is under way, or less than maxQueued waits behind it. It returns
+// the queue's error if a write failed meanwhile.
+func (q *sendQueue) room() error {
+	for q.busy && len(q.buf) >= maxQueued && q.err == nil {
+		q.cond.Wait()
+	}
+	return q.err
 }
 
 // waitBatch waits until batch n is written or the queue fails; q.mu is
@@ -84,6 +103,7 @@ func (q *sendQueue) drainThen(write func([]byte) error, clear func()) (first err
 		q.mu.Unlock()
 		err := write(buf)
 		q.mu.Lock()
+		q.unwritten.Add(-int64(len(buf))) // written, or dropped with the socket
 		if cap(buf) <= maxKeptQueue {
 			q.spare = buf[:0]
 		}
@@ -102,6 +122,7 @@ func (q *sendQueue) drainThen(write func([]byte) error, clear func()) (first err
 	if clear != nil {
 		clear()
 	}
+	q.unwritten.Add(-int64(len(q.buf))) // dropped: a write failed
 	q.buf = q.buf[:0]
 	q.busy = false
 	q.cond.Broadcast() // Queue may wait for the writer to go

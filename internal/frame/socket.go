@@ -91,15 +91,21 @@ func (s *Socket) TLS() (tls.ConnectionState, bool) {
 // Send writes m as one frame, and returns once it is written. When a
 // write is under way, m waits in the queue and goes out with the frames
 // queued beside it, in one write; a failure of that write closes the
-// socket.
+// socket. Once maxQueued bytes wait there, Send first waits for the write
+// to take them, so that a peer that stops reading cannot make the socket
+// copy every waiting sender's frame.
 func (s *Socket) Send(m *transport.Message) error {
 	hl, err := s.admit(m)
 	if err != nil {
 		return err
 	}
 	q := &s.q
+	if err := q.room(); err != nil {
+		q.mu.Unlock()
+		return err
+	}
 	if !q.claim() {
-		q.buf = append(s.appendHead(q.buf, m, hl), m.Body...)
+		s.enqueue(m, hl)
 		err := q.waitBatch(q.batch)
 		q.mu.Unlock()
 		return err
@@ -144,7 +150,7 @@ func (s *Socket) SendAsync(m *transport.Message) error {
 		return err
 	}
 	q := &s.q
-	q.buf = append(s.appendHead(q.buf, m, hl), m.Body...)
+	s.enqueue(m, hl)
 	start := q.claim()
 	q.mu.Unlock()
 	if start {
@@ -169,18 +175,31 @@ func (s *Socket) Queue(m *transport.Message) (flush bool, err error) {
 		return false, err
 	}
 	q := &s.q
-	for q.busy && len(q.buf) >= maxQueued && q.err == nil {
-		q.cond.Wait()
-	}
-	if err := q.err; err != nil {
+	if err := q.room(); err != nil {
 		q.mu.Unlock()
 		return false, err
 	}
-	q.buf = append(s.appendHead(q.buf, m, hl), m.Body...)
+	s.enqueue(m, hl)
 	flush = q.claim()
 	q.mu.Unlock()
 	return flush, nil
 }
+
+// enqueue copies m into the queue as one frame; q.mu is held.
+func (s *Socket) enqueue(m *transport.Message, hl int) {
+	q := &s.q
+	n := len(q.buf)
+	q.buf = append(s.appendHead(q.buf, m, hl), m.Body...)
+	q.unwritten.Add(int64(len(q.buf) - n))
+}
+
+// Unwritten reports how many bytes of frames the socket has taken from its
+// senders and not yet written: those queued behind a write under way and
+// the batch being written. A sender that did not wait for its write
+// (Queue's, SendAsync's) no longer holds its message; the socket holds a
+// copy until it is written, or dropped when a write fails. dispatch counts
+// them in WithMaxBytesPerConn.
+func (s *Socket) Unwritten() int64 { return s.q.unwritten.Load() }
 
 // Flush writes the queue, batch after batch, until it is empty
 // (transport.BatchSender). Only the caller Queue made the writer calls
