@@ -437,7 +437,13 @@ func (cc *clientConn) recvFailed(err error) {
 		cc.unlockSend()
 	}
 	if !cc.failed() { // not closed by this end
-		cc.log.Warn("dispatch: connection failed", "remote", cc.sock.RemoteAddr(), "err", err)
+		if cc.drained.Load() && hungUp(err) {
+			// The server said it was shutting down, and then closed
+			// the connection: the end it announced, not a failure.
+			cc.log.Debug("dispatch: connection closed by the server after its Drain notice", "remote", cc.sock.RemoteAddr(), "err", err)
+		} else {
+			cc.log.Warn("dispatch: connection failed", "remote", cc.sock.RemoteAddr(), "err", err)
+		}
 	}
 	cc.fail(connFailed(err))
 	cc.sock.Close() // the peer is gone; free what the socket holds

@@ -2,9 +2,15 @@ package mux
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"strings"
+	"syscall"
+
+	"github.com/hashicorp/yamux"
 )
 
 // slogLogger carries yamux's diagnostics to the transport's slog.Logger.
@@ -26,11 +32,15 @@ func (s slogLogger) Printf(format string, v ...any) { s.emitf(format, v) }
 
 func (s slogLogger) emitf(format string, v []any) {
 	level, _ := levelOf(format)
+	if level > slog.LevelDebug && peerWentAway(v) {
+		level = slog.LevelDebug
+	}
 	// Formatting is skipped when nobody listens: the default discards.
 	if !s.l.Enabled(context.Background(), level) {
 		return
 	}
-	s.emit(fmt.Sprintf(format, v...))
+	_, rest := levelOf(fmt.Sprintf(format, v...))
+	s.log(level, rest)
 }
 
 func (s slogLogger) emit(msg string) {
@@ -38,8 +48,34 @@ func (s slogLogger) emit(msg string) {
 	if !s.l.Enabled(context.Background(), level) {
 		return
 	}
-	rest = strings.TrimPrefix(rest, "yamux: ")
-	s.l.Log(context.Background(), level, "yamux: "+strings.TrimSpace(rest))
+	s.log(level, rest)
+}
+
+func (s slogLogger) log(level slog.Level, msg string) {
+	msg = strings.TrimPrefix(msg, "yamux: ")
+	s.l.Log(context.Background(), level, "yamux: "+strings.TrimSpace(msg))
+}
+
+// peerWentAway reports whether a yamux line's error says only that the
+// peer went away, or that this end closed the connection: yamux logs its
+// failed write of a frame as an error ("[ERR] yamux: Failed to write body:
+// ... broken pipe"), but after a peer's crash or restart that is the
+// expected end of the session, which the session's streams report to
+// their callers (ErrSessionClosed and its cause). Such lines are Debug;
+// yamux's other errors (a protocol error, a keepalive that timed out, a
+// write that timed out) keep their level.
+func peerWentAway(v []any) bool {
+	for _, a := range v {
+		err, ok := a.(error)
+		if !ok {
+			continue
+		}
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+			errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, yamux.ErrSessionShutdown) {
+			return true
+		}
+	}
+	return false
 }
 
 // levelOf splits yamux's level prefix from a line.

@@ -148,7 +148,10 @@ func WithTLS(cfg *tls.Config) Option {
 
 // WithLogger sends the transport's diagnostics (sessions closed,
 // connections a listener dropped, yamux's own messages) to l; a nil l
-// discards them, as the default does.
+// discards them, as the default does. yamux's lines keep the level yamux
+// gives them, except those whose error says only that the peer went away
+// or the connection was closed here (a broken pipe, a reset, the end of the
+// stream): the end of a session, reported to its streams, logged at Debug.
 func WithLogger(l *slog.Logger) Option {
 	return option(func(c *config) { c.SetLogger(l) })
 }

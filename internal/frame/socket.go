@@ -400,10 +400,25 @@ func (s *Socket) mapErr(op string, err error) error {
 		}
 		return transport.ErrTimeout
 	case errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
-		return fmt.Errorf("%s: %w: %w", op, io.ErrClosedPipe, err)
+		return peerGone{err}
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
+
+// peerGone is a read or write that failed because the peer went away (a
+// reset, a broken pipe). It matches io.ErrClosedPipe, and its text is the
+// connection's own error, which says already what failed and why ("read
+// tcp ...: connection reset by peer"; mux's "mux: session closed: ..."):
+// the cause once, not wrapped in words that repeat it.
+type peerGone struct{ err error }
+
+func (e peerGone) Error() string { return e.err.Error() }
+
+// Is makes it match io.ErrClosedPipe.
+func (e peerGone) Is(target error) bool { return target == io.ErrClosedPipe }
+
+// Unwrap returns the connection's error.
+func (e peerGone) Unwrap() error { return e.err }
 
 func isTimeout(err error) bool {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
