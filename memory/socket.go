@@ -14,7 +14,8 @@ import (
 
 // queueLen is how many messages a socket holds for a reader that is not
 // reading, the analogue of a network socket's buffers: a sender blocks only
-// once that many are waiting.
+// once that many are waiting, and then without a copy of its message until
+// its turn comes (sendWaiting).
 const queueLen = 64
 
 // message is a copy of a transport.Message in flight. Messages are pooled:
@@ -37,6 +38,9 @@ type socket struct {
 	closed        atomic.Bool
 	closeOnce     sync.Once
 	rd, wd        deadline
+	// turn is held by the one sender waiting for room in the peer's
+	// queue with a copy of its message (sendWaiting).
+	turn chan struct{}
 }
 
 // pair makes the two connected ends of a new connection.
@@ -48,7 +52,7 @@ func pair(a, b Addr, max int) (*socket, *socket) {
 }
 
 func newSocket(local, remote Addr, max int) *socket {
-	s := &socket{local: local, remote: remote, max: max, in: make(chan *message, queueLen), done: make(chan struct{}), rd: newDeadline(), wd: newDeadline()}
+	s := &socket{local: local, remote: remote, max: max, in: make(chan *message, queueLen), done: make(chan struct{}), turn: make(chan struct{}, 1), rd: newDeadline(), wd: newDeadline()}
 	s.rd.onExpire = func() { wakeUp(s.in) }
 	return s
 }
@@ -68,21 +72,37 @@ func (s *socket) Send(m *transport.Message) error {
 	if _, err := frame.Check(m, s.max); err != nil {
 		return err
 	}
-	c := messages.Get().(*message)
-	if c.header == nil && len(m.Header) > 0 {
-		c.header = make(map[string]string, len(m.Header))
+	if len(s.peer.in) < cap(s.peer.in) {
+		c := copyOf(m)
+		select {
+		case s.peer.in <- c:
+			return nil
+		default:
+		}
+		c.body = nil // the copy is made again in its turn
+		messages.Put(c)
 	}
-	clear(c.header)
-	for k, v := range m.Header {
-		c.header[k] = v // strings are immutable: sharing them is a copy
-	}
-	c.body = append(c.body[:0], m.Body...)
+	return s.sendWaiting(m)
+}
 
+// sendWaiting sends m once the peer's queue has room. Senders that wait
+// take turns, and only the one whose turn it is holds a copy of its
+// message: a peer that has stopped reading makes this end hold its queue
+// and one more copy, not a copy for every sender waiting (a Server's
+// replies, which WithMaxBytesPerConn counts while they wait, would hold
+// twice what it counts).
+func (s *socket) sendWaiting(m *transport.Message) error {
 	select {
-	case s.peer.in <- c:
-		return nil
-	default:
+	case s.turn <- struct{}{}:
+	case <-s.done:
+		return transport.ErrClosed
+	case <-s.peer.done:
+		return errPeerClosed
+	case <-s.wd.wait():
+		return transport.ErrTimeout
 	}
+	defer func() { <-s.turn }()
+	c := copyOf(m)
 	select {
 	case s.peer.in <- c:
 		return nil
@@ -96,6 +116,20 @@ func (s *socket) Send(m *transport.Message) error {
 		messages.Put(c)
 		return transport.ErrTimeout
 	}
+}
+
+// copyOf returns a pooled copy of m.
+func copyOf(m *transport.Message) *message {
+	c := messages.Get().(*message)
+	if c.header == nil && len(m.Header) > 0 {
+		c.header = make(map[string]string, len(m.Header))
+	}
+	clear(c.header)
+	for k, v := range m.Header {
+		c.header[k] = v // strings are immutable: sharing them is a copy
+	}
+	c.body = append(c.body[:0], m.Body...)
+	return c
 }
 
 // Recv waits on the socket's queue alone. Close, the peer's Close and the
