@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/zerodial/transport/dispatch"
@@ -50,18 +51,19 @@ func TestCallAllocs(t *testing.T) {
 
 // TestMetadataAllocs guards what request metadata costs a call, read by
 // its handler or not. MetadataFrom hands out a copy (one map), so that a
-// handler's changes are its own; a handler that does not read it pays
-// nothing for that, and on the shortcut nothing at all: the handler's
-// context holds the caller's map, which nobody changes.
+// handler's changes are its own; a handler that reads a key with
+// MetadataValue, or does not read it, pays nothing for that, and on the
+// shortcut nothing at all: the handler's context holds the caller's map,
+// which nobody changes.
 func TestMetadataAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	limits := map[string]map[string]float64{
-		"shortcut-direct": {"Md.Read": 3, "Md.Ignore": 1},
-		"shortcut-copy":   {"Md.Read": 4, "Md.Ignore": 2},
-		"memory":          {"Md.Read": 7, "Md.Ignore": 5},
-		"tcp":             {"Md.Read": 7, "Md.Ignore": 5},
+		"shortcut-direct": {"Md.Read": 3, "Md.Value": 1, "Md.Ignore": 1},
+		"shortcut-copy":   {"Md.Read": 4, "Md.Value": 2, "Md.Ignore": 2},
+		"memory":          {"Md.Read": 7, "Md.Value": 5, "Md.Ignore": 5},
+		"tcp":             {"Md.Read": 7, "Md.Value": 5, "Md.Ignore": 5},
 	}
 	for _, p := range paths {
 		want, ok := limits[p.name]
@@ -70,11 +72,18 @@ func TestMetadataAllocs(t *testing.T) {
 		}
 		t.Run(p.name, func(t *testing.T) {
 			e := p.setup(t, noInterceptors)
-			for name, read := range map[string]bool{"Md.Read": true, "Md.Ignore": false} {
+			reads := map[string]func(context.Context) string{
+				"Md.Read":   func(ctx context.Context) string { return dispatch.MetadataFrom(ctx)["k"] },
+				"Md.Value":  func(ctx context.Context) string { v, _ := dispatch.MetadataValue(ctx, "k"); return v },
+				"Md.Ignore": nil,
+			}
+			for name, read := range reads {
 				err := dispatch.Handle(e.server, name, func(ctx context.Context, args *Args, reply *int) error {
 					*reply = args.A
-					if read {
-						*reply = len(dispatch.MetadataFrom(ctx)["k"])
+					if read != nil {
+						if read(ctx) != "v" {
+							return errors.New("metadata k is not v")
+						}
 					}
 					return nil
 				}, dispatch.Borrows())

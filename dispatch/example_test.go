@@ -235,11 +235,12 @@ func ExampleServer_Register() {
 }
 
 // An interceptor wraps every call on every path: here, one that refuses
-// callers without a token, with a code the caller can test for.
+// callers without a token, with a code the caller can test for. It reads
+// the one key with MetadataValue, which copies nothing.
 func ExampleWithInterceptors() {
 	errNoToken := &dispatch.Error{Code: dispatch.CodeUnauthenticated, Message: "no token"}
 	auth := func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
-		if dispatch.MetadataFrom(ctx)["token"] == "" {
+		if token, _ := dispatch.MetadataValue(ctx, "token"); token == "" {
 			return errNoToken
 		}
 		return next(ctx, args, reply)

@@ -36,11 +36,21 @@ func outgoing(ctx context.Context) Metadata {
 // affects nothing else — not the caller's metadata, not what a Server
 // interceptor around the handler, or a later MetadataFrom, sees (as gRPC's
 // metadata.FromIncomingContext does). So read it once and keep the map;
-// a copy costs one map, for a call that carries metadata. It is nil when
-// the caller sent none.
+// a copy costs one map, for a call that carries metadata (MetadataValue
+// reads one key without it). It is nil when the caller sent none.
 func MetadataFrom(ctx context.Context) Metadata {
 	md, _ := ctx.Value(incomingKey{}).(Metadata)
 	return maps.Clone(md)
+}
+
+// MetadataValue returns the value of key in the metadata the caller sent,
+// in a handler or an interceptor, and whether the caller sent key: a read
+// that copies nothing, for an interceptor that looks at a few keys of
+// every call (as gRPC's metadata.ValueFromIncomingContext does).
+func MetadataValue(ctx context.Context, key string) (string, bool) {
+	md, _ := ctx.Value(incomingKey{}).(Metadata)
+	v, ok := md[key]
+	return v, ok
 }
 
 // errNoCall is SetReplyMetadata's error for a context that is not a

@@ -1,6 +1,8 @@
 package otelzerodial
 
 import (
+	"context"
+
 	"github.com/zerodial/transport/dispatch"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -28,3 +30,21 @@ func (c MetadataCarrier) Keys() []string {
 	}
 	return keys
 }
+
+// incomingCarrier is a read-only propagation.TextMapCarrier over the
+// metadata a handler's caller sent: Get reads a key with
+// dispatch.MetadataValue, so extracting the trace context of every call
+// copies no map (MetadataFrom would); only Keys, which the W3C propagators
+// do not call, takes a copy. Set does nothing: Extract never sets.
+type incomingCarrier struct{ ctx context.Context }
+
+var _ propagation.TextMapCarrier = incomingCarrier{}
+
+func (c incomingCarrier) Get(key string) string {
+	v, _ := dispatch.MetadataValue(c.ctx, key)
+	return v
+}
+
+func (incomingCarrier) Set(string, string) {}
+
+func (c incomingCarrier) Keys() []string { return MetadataCarrier(dispatch.MetadataFrom(c.ctx)).Keys() }

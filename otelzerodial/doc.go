@@ -82,9 +82,9 @@
 // The Client interceptor injects the span's context with the propagators
 // into the call's metadata (dispatch.WithMetadata; with W3C trace context and
 // baggage, the keys traceparent, tracestate and baggage), and the Server
-// interceptor extracts it from dispatch.MetadataFrom. The default, the global
-// propagator, propagates nothing until it is set, as everywhere in
-// OpenTelemetry:
+// interceptor extracts it from the caller's (dispatch.MetadataValue, which
+// copies nothing). The default, the global propagator, propagates nothing
+// until it is set, as everywhere in OpenTelemetry:
 //
 //	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(
 //		propagation.TraceContext{}, propagation.Baggage{}))

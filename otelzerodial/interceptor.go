@@ -66,7 +66,7 @@ func ServerInterceptor(opts ...Option) dispatch.Interceptor {
 // measurement's key.
 func (ins *instruments) startServer(ctx context.Context, method string) (context.Context, trace.Span, time.Time, setKey) {
 	info, _ := dispatch.CallInfoFrom(ctx)
-	ctx = ins.prop.Extract(ctx, MetadataCarrier(dispatch.MetadataFrom(ctx)))
+	ctx = ins.prop.Extract(ctx, incomingCarrier{ctx})
 	name := ins.name(method)
 	var buf [5]attribute.KeyValue
 	attrs := append(buf[:0], systemAttr, name.attr, PathKey.String(string(info.Path)))
