@@ -214,11 +214,18 @@ func (i *inbox) put(body []byte) error {
 // A value the consumer has not yet taken is withdrawn when w says stop; one
 // it has taken is waited for regardless, since the consumer may still be
 // reading it (the Borrows contract).
+//
+// A value refused or dropped because the consumer stopped fails with w's
+// reason to stop, ErrStreamDone only if it has none: a consumer stops as
+// its side ends the sender's context (memStream.close), and whether the
+// sender learns it from the stop or from the context — a race between two
+// ready channels — must not change what its Send says (on the network,
+// the context's end is all a sender sees).
 func (i *inbox) lend(p any, w waiter) error {
 	i.mu.Lock()
 	if i.stop || i.ended {
 		i.mu.Unlock()
-		return ErrStreamDone
+		return stopped(w)
 	}
 	i.q = append(i.q, item{ptr: p, lent: true})
 	i.lentGone = false
@@ -241,9 +248,18 @@ func (i *inbox) lend(p any, w waiter) error {
 	gone := i.lentGone
 	i.mu.Unlock()
 	if gone {
-		return ErrStreamDone
+		return stopped(w)
 	}
 	return nil
+}
+
+// stopped is what a lend the consumer refused or dropped returns: w's
+// reason to stop, or ErrStreamDone.
+func stopped(w waiter) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	return ErrStreamDone
 }
 
 // finish ends the sender's side with err (nil: an orderly end) once the

@@ -115,6 +115,17 @@ func streamServer(t testing.TB, opts ...dispatch.ServerOption) (*dispatch.Server
 			pr.sent.Add(1)
 		}
 	})
+	// Lend sends until Send fails, and reports Send's error.
+	reg("S.Lend", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
+		var m Num
+		for {
+			if err := s.Send(&m); err != nil {
+				pr.ended <- err
+				return err
+			}
+			m.N++
+		}
+	})
 	// Wait sets reply metadata, sends one message and waits for its
 	// context to end.
 	reg("S.Wait", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
@@ -343,6 +354,31 @@ var streamCases = []streamCase{
 		return o
 	}, func(t *testing.T, o streamOutcome) {
 		assert.Equal(t, streamOutcome{Err: dispatch.ErrStreamDone.Error(), Handler: "context canceled", Extra: dispatch.ErrStreamDone.Error()}, o)
+	}},
+
+	{"the handler's Send when the caller goes", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
+		// The caller stops receiving and closes while the handler sends:
+		// in direct mode the handler's message may then be lent and
+		// dropped unread, or refused as the stream stops. Its Send fails
+		// as on the network, with its context's error. Repeated, since
+		// which of those happens is the scheduler's choice.
+		said := make(map[string]int)
+		for range 50 {
+			s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Lend")
+			require.NoError(t, err)
+			for _, err := range s.Recv() {
+				require.NoError(t, err)
+				break
+			}
+			// Mostly the handler is then waiting with its next message
+			// lent; without the pause, the Close comes mostly first.
+			time.Sleep(time.Millisecond)
+			require.NoError(t, s.Close())
+			said[handlerSaid(t, pr)]++
+		}
+		return streamOutcome{Handler: fmt.Sprint(said)}
+	}, func(t *testing.T, o streamOutcome) {
+		assert.Equal(t, streamOutcome{Handler: "map[context canceled:50]"}, o)
 	}},
 
 	{"handler returns while the caller sends", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
