@@ -181,20 +181,38 @@ var parityCases = []parityCase{
 		assert.Equal(t, "returned before the handler", o.Extra)
 	}},
 	{"caller reuses args and reply after an early return", func(t *testing.T, e *env) outcome {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		defer cancel()
-		args := &Delayed{Delay: 100, Data: []byte("caller's")}
-		reply := &Blob{Data: make([]byte, 0, 64)}
-		err := e.client.Call(ctx, "Arith.SlowEcho", args, reply)
-		o := observe(e, nil, err)
-		// The handler is still running: under -race, any memory of the
-		// caller's it still held would be reported here.
-		args.Data[0] = 'C'
-		args.Data = nil
-		reply.Data = append(reply.Data[:0], "mine"...)
-		o.Extra = string(reply.Data)
-		o.Interceptor = e.rec.waitFor(o.Interceptor, "<outer")
-		return o
+		// The deadline passes while the handler runs: it is held until the
+		// caller has reused its values. A deadline that passes before the
+		// request reaches the Server — the caller stalled that long, as a
+		// loaded machine may make it — is the case "deadline already
+		// passed", whose handler never runs: that try is made again, with
+		// twice the time.
+		for timeout := 20 * time.Millisecond; ; timeout *= 2 {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			args := &Delayed{Delay: 10_000, Data: []byte("caller's")}
+			reply := &Blob{Data: make([]byte, 0, 64)}
+			err := e.client.Call(ctx, "Arith.SlowEcho", args, reply)
+			cancel()
+			o := observe(e, nil, err)
+			select {
+			case <-e.arith.echoStarted:
+			case <-time.After(2 * time.Second):
+				if timeout < 2*time.Second {
+					t.Logf("the deadline of %v passed before the handler ran; again", timeout)
+					continue
+				}
+				t.Fatalf("the handler never ran: %v", err)
+			}
+			// The handler is still running: under -race, any memory of
+			// the caller's it still held would be reported here.
+			args.Data[0] = 'C'
+			args.Data = nil
+			reply.Data = append(reply.Data[:0], "mine"...)
+			o.Extra = string(reply.Data)
+			e.arith.echoRelease <- struct{}{}
+			o.Interceptor = e.rec.waitFor(o.Interceptor, "<outer")
+			return o
+		}
 	}, func(t *testing.T, o outcome) {
 		wantErr(dispatch.CodeDeadlineExceeded, "context deadline exceeded")(t, o)
 		assert.Equal(t, "mine", o.Extra)

@@ -41,10 +41,14 @@ type Arith struct {
 	canceled chan error    // Block reports what ended its context
 	// blindStarted: SleepBlind signals here when it starts.
 	blindStarted chan struct{}
+	// SlowEcho signals echoStarted when it starts, and goes on when
+	// echoRelease lets it.
+	echoStarted, echoRelease chan struct{}
 }
 
 func newArith() *Arith {
-	return &Arith{started: make(chan struct{}, 1), canceled: make(chan error, 1), blindStarted: make(chan struct{}, 1)}
+	return &Arith{started: make(chan struct{}, 1), canceled: make(chan error, 1), blindStarted: make(chan struct{}, 1),
+		echoStarted: make(chan struct{}, 1), echoRelease: make(chan struct{}, 1)}
 }
 
 func (t *Arith) Multiply(args Args, reply *int) error {
@@ -134,11 +138,19 @@ func (t *Arith) EchoBlob(args *Blob, reply *Blob) error {
 	return nil
 }
 
-// SlowEcho copies args.Data to the reply after args.Delay milliseconds,
-// never looking at its context: a borrowing handler still running when its
-// caller has gone.
+// SlowEcho signals echoStarted, then copies args.Data to the reply once
+// echoRelease lets it go on (or after args.Delay milliseconds, for a test
+// that never does), never looking at its context: a borrowing handler still
+// running when its caller has gone.
 func (t *Arith) SlowEcho(args *Delayed, reply *Blob) error {
-	time.Sleep(time.Duration(args.Delay) * time.Millisecond)
+	select {
+	case t.echoStarted <- struct{}{}:
+	default:
+	}
+	select {
+	case <-t.echoRelease:
+	case <-time.After(time.Duration(args.Delay) * time.Millisecond):
+	}
 	reply.Data = append(reply.Data[:0], args.Data...)
 	return nil
 }
