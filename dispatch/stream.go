@@ -25,10 +25,10 @@ import (
 // messages that way, when there is no error more telling: the caller's
 // Send after CloseSend or Close, or after the handler returned without
 // error (the handler's error, when it failed, is returned instead, and
-// yielded by Recv). A handler's Send that fails because its caller has
-// gone returns the stream context's error instead, on every path: in
-// direct mode too, where the caller may drop unread the message it was
-// lent.
+// yielded by Recv). A handler's Send that fails because its caller closed
+// the stream (or broke out of its range) returns the stream context's
+// error instead, on every path: in direct mode too, where the caller may
+// drop unread the message it was lent.
 var ErrStreamDone = errors.New("dispatch: the stream has ended")
 
 // callerEnd is the caller's half of a stream, on whichever path it took.
