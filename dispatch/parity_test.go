@@ -182,7 +182,10 @@ var parityCases = []parityCase{
 	}},
 	{"caller reuses args and reply after an early return", func(t *testing.T, e *env) outcome {
 		// The deadline passes while the handler runs: it is held until the
-		// caller has reused its values. A deadline that passes before the
+		// caller has reused its values, so it cannot answer first (a
+		// handler that merely slept longer than the deadline did, under
+		// load, when the context's timer ran late: the call succeeded on
+		// that path alone). A deadline that passes before the
 		// request reaches the Server — the caller stalled that long, as a
 		// loaded machine may make it — is the case "deadline already
 		// passed", whose handler never runs: that try is made again, with
