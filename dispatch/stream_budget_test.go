@@ -2,13 +2,18 @@ package dispatch_test
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/internal/conntest"
+	"github.com/zerodial/transport/tcp"
 )
 
 // What a stream's handler has not yet consumed counts in its connection's
@@ -93,4 +98,65 @@ func TestStreamBytesPerConnAreBounded(t *testing.T) {
 			assert.Equal(t, []int{3}, got)
 		})
 	}
+}
+
+// A stream's inbox is measured against WithMaxBytesPerConn as a call's
+// admission is, with what the socket holds unwritten: a peer that reads
+// nothing while a stream's handler sends to it cannot make the server hold
+// the budget in its socket's queue and the budget again in another
+// stream's inbox. Over tcp with small socket buffers, so that what the
+// handler sends stays in the socket's queue (Unwritten) rather than the
+// kernel's.
+func TestStreamInboxCountsUnwritten(t *testing.T) {
+	const (
+		budget = 512 << 10
+		sent   = 1 << 20 // what Flood sends the peer, all of it unwritten
+		inbox  = 64 << 10
+	)
+	small := func(ctx context.Context, c net.Conn) (transport.Socket, error) {
+		tc := c.(*net.TCPConn)
+		tc.SetReadBuffer(4096)
+		tc.SetWriteBuffer(4096)
+		return tcp.NewSocket(ctx, c)
+	}
+	tr := conntest.Transport{Name: "tcp small buffers", Client: small, Server: small}
+	srv := dispatch.NewServer(dispatch.WithMaxBytesPerConn(budget), dispatch.WithStreamWindow(256<<10),
+		dispatch.WithReplyTimeout(time.Minute))
+	flooded := make(chan struct{})
+	require.NoError(t, dispatch.HandleStream(srv, "B.Flood", func(ctx context.Context, s *dispatch.ServerStream[[]byte, []byte]) error {
+		b := make([]byte, 64<<10)
+		for range sent / len(b) {
+			if err := s.Send(&b); err != nil {
+				return err
+			}
+		}
+		close(flooded)
+		<-ctx.Done()
+		return ctx.Err()
+	}))
+	ended := make(chan struct{})
+	require.NoError(t, dispatch.HandleStream(srv, "B.Hold", func(ctx context.Context, s *dispatch.ServerStream[[]byte, []byte]) error {
+		<-ctx.Done() // reads nothing: what it is sent waits in its inbox
+		close(ended)
+		return ctx.Err()
+	}))
+	addr := serve(t, srv, tr, "127.0.0.1:0")
+	sock, err := tr.Dial(context.Background(), addr)
+	require.NoError(t, err)
+	defer sock.Close()
+	send := func(h map[string]string, body []byte) {
+		t.Helper()
+		require.NoError(t, sock.Send(&transport.Message{Header: h, Body: body}))
+	}
+	// Hold opens first, so that its window goes out while the socket can
+	// still write. The peer grants Flood all it sends, and reads nothing.
+	send(map[string]string{"Service-Method": "B.Hold", "Seq": "1", "Stream": "open", "Window": "65536"}, nil)
+	send(map[string]string{"Service-Method": "B.Flood", "Seq": "3", "Stream": "open", "Window": strconv.Itoa(2 * sent)}, nil)
+	recv(t, flooded, waitLong, "Flood to send what the peer will not read")
+	// Hold's inbox alone stays well within the budget; with the socket's
+	// queue it is over.
+	for range 4 {
+		send(map[string]string{"Seq": "1", "Stream": "msg"}, make([]byte, inbox/4))
+	}
+	recv(t, ended, waitLong, "the stream whose inbox took the connection past its budget to end")
 }

@@ -74,8 +74,11 @@ func newServerStream(call *serverCall, callerWindow int) *serverStream {
 	// however little they hold — so it is what streams buffer that the
 	// budget bounds: many streams each holding a full window cannot take
 	// the server past it by more than the one message that crossed it.
+	// The measure is held's, a call's admission's: with what the socket
+	// holds unwritten, so that the budget is one ceiling for both.
 	st.in.queued = func(d int) {
-		if c.bytes.Add(int64(d)) > c.srv.opts.maxConnBytes && d > 0 {
+		c.bytes.Add(int64(d))
+		if d > 0 && c.held() > c.srv.opts.maxConnBytes {
 			st.exhausted()
 		}
 	}
