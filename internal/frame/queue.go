@@ -10,12 +10,16 @@ const maxKeptQueue = 256 << 10
 
 // maxQueued bounds what Send and Queue add to behind a write under way:
 // past it, they wait for that write before copying their frame in, so that
-// a socket whose peer has stopped reading holds at most this and one frame
-// in its queue, and as much again in the batch being written, however
-// many senders wait. Without it every waiting Send held a copy of its
-// frame besides the frame itself (a non-reading tcp peer of a Server made
-// it hold 512 copies of 64 KiB replies beyond what WithMaxBytesPerConn
-// counts).
+// however many of them wait, they have put at most this and one frame in
+// the queue (and as much again in the batch being written). Without it
+// every waiting Send held a copy of its frame besides the frame itself (a
+// non-reading tcp peer of a Server made it hold 512 copies of 64 KiB
+// replies beyond what WithMaxBytesPerConn counts). SendAsync does not wait
+// for room, so its frames are not bounded here: its callers bound them.
+// dispatch queues only stream messages with it, each within the window
+// the peer granted its stream (serverStream.send and clientStream.send
+// acquire the credit before they queue, dispatch/stream_net.go), and a
+// Server counts them in WithMaxBytesPerConn while queued (Unwritten).
 const maxQueued = 256 << 10
 
 // sendQueue coalesces writes (transport.AsyncSender): frames sent while a

@@ -143,7 +143,8 @@ func (s *Socket) admit(m *transport.Message) (int, error) {
 // SendAsync queues m as one frame and returns at once
 // (transport.AsyncSender): it goes out with whatever else is queued when
 // the write under way ends, on a goroutine started here if none is
-// writing.
+// writing. It never waits for room (maxQueued): what its callers queue
+// behind a blocked write is theirs to bound.
 func (s *Socket) SendAsync(m *transport.Message) error {
 	hl, err := s.admit(m)
 	if err != nil {
