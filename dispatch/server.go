@@ -412,8 +412,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// Calls still running end with their handlers; idle workers end now.
 		s.quitOnce.Do(func() { close(s.quit) })
 	}
-	if err == nil {
-		err = waitAll(ctx, s.startedHooks())
+	// A hook registered while Shutdown waits (by another hook, say) starts
+	// at once: wait until a look at the hooks finds none that is new.
+	for waited := 0; err == nil; {
+		hooks := s.startedHooks()
+		if len(hooks) == waited {
+			break
+		}
+		err = waitAll(ctx, hooks[waited:])
+		waited = len(hooks)
 	}
 	return err
 }
@@ -569,7 +576,8 @@ func (s *Server) trackHooksLocked(hooks []func()) (run func()) {
 	}
 }
 
-// startedHooks returns the done channels of the hooks started so far.
+// startedHooks returns the done channels of the hooks started so far, in
+// the order they started (the list only grows).
 func (s *Server) startedHooks() []chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -385,6 +385,37 @@ func TestShutdownWaitsForHooks(t *testing.T) {
 	assert.True(t, ran[0].Load() && ran[1].Load(), "Shutdown returned before its hooks did")
 }
 
+// A hook registered while Shutdown waits for its hooks — here by one of
+// them — is started at once and waited for too, as RegisterOnShutdown's
+// doc promises: Shutdown took its list of hooks once, and returned without
+// it.
+func TestShutdownWaitsForHookRegisteredMeanwhile(t *testing.T) {
+	srv, _, _ := newServer(t)
+	l, err := memory.New().Listen("")
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(l))
+	started, release := make(chan struct{}), make(chan struct{})
+	var ran atomic.Bool
+	srv.RegisterOnShutdown(func() {
+		// Long enough for Shutdown, with nothing in flight, to be waiting
+		// for this hook when it registers the next.
+		time.Sleep(50 * time.Millisecond)
+		srv.RegisterOnShutdown(func() {
+			close(started)
+			<-release
+			ran.Store(true)
+		})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := shutdownAsync(srv, ctx)
+	recv(t, started, waitLong, "the hook registered by a hook")
+	quiet(t, done, "Shutdown's return, with a hook still running")
+	close(release)
+	require.NoError(t, recv(t, done, waitLong, "Shutdown"))
+	assert.True(t, ran.Load(), "Shutdown returned before the hook registered meanwhile")
+}
+
 // A hook that does not return holds Shutdown up only until ctx ends: then
 // Shutdown returns ctx's error, and leaves nothing of its own behind (the
 // hook's goroutine ends when the hook does).
