@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/zerodial/transport/resolver"
@@ -132,6 +133,10 @@ const (
 	DefaultEjectFor   = time.Second
 )
 
+// maxEjectFor bounds WithEjection's time, so that the longest time out a
+// replica gets, d doubled five times (d<<5 ≥ 30 d), fits a Duration.
+const maxEjectFor = time.Duration(math.MaxInt64 / 32)
+
 // WithEjection sets when a Client of replicas leaves a replica out:
 // after failures calls in a row failed in its transport (a refused dial,
 // a connection that failed; handler errors do not count), for d. A replica
@@ -141,7 +146,8 @@ const (
 // those tried on it while it was out — do not count. The time doubles at
 // each ejection that follows another without a success between them
 // (the replica was let back in and failed again), up to 30 d. failures
-// must be at least 1 and d positive.
+// must be at least 1, and d positive and at most math.MaxInt64/32 ns
+// (about 9 years), so that the longest time out fits a Duration.
 func WithEjection(failures int, d time.Duration) ClientOption {
 	return clientOption(func(o *clientOptions) {
 		if failures < 1 {
@@ -150,6 +156,10 @@ func WithEjection(failures int, d time.Duration) ClientOption {
 		}
 		if d <= 0 {
 			o.problems.Invalid("WithEjection", d, "the time must be positive")
+			return
+		}
+		if d > maxEjectFor {
+			o.problems.Invalid("WithEjection", d, "the time must be at most "+maxEjectFor.String())
 			return
 		}
 		o.replicas.ejectAfter, o.replicas.ejectFor = failures, d

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -219,6 +220,14 @@ func TestReplicasDialErrors(t *testing.T) {
 		dispatch.WithEjection(0, time.Second), dispatch.WithRetryBudget(dispatch.RetryBudget{}))
 	for _, want := range []string{"WithResolver(nil)", "WithBalancer", "WithLocalLimit", "WithEjection", "WithRetryBudget"} {
 		assert.ErrorContains(t, err, want)
+	}
+	// A time whose doublings overflow a Duration: d<<5 wrapped
+	// negative, a replica ejected "until the past", never left out.
+	_, err = dispatch.Dial(t.Context(), tr, "svc", dispatch.WithResolver(resolver.Default), dispatch.WithEjection(3, math.MaxInt64/32+1))
+	assert.ErrorContains(t, err, "WithEjection(80063h59m36.151711744s): the time must be at most 80063h59m36.151711743s")
+	c, err := dispatch.Dial(t.Context(), tr, "static:///a:1", dispatch.WithResolver(resolver.Default), dispatch.WithEjection(3, math.MaxInt64/32))
+	if assert.NoError(t, err, "the largest time WithEjection takes") {
+		c.Close()
 	}
 	_, err = dispatch.NewClient(nopSocket{}, dispatch.WithResolver(resolver.Default))
 	assert.ErrorContains(t, err, "NewClient with WithResolver")
