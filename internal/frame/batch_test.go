@@ -3,6 +3,7 @@ package frame
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -149,23 +150,20 @@ func TestBatchFlushInterruptedAndBounded(t *testing.T) {
 // dropped. Before the bound every waiting Send left a copy of its frame
 // in the queue.
 func TestSendBoundedBehindBlockedWrite(t *testing.T) {
-	sa, _, _ := socketPair(t) // the peer never reads
+	// A pipe has no buffer: a write waits for the peer to read it, and the
+	// peer never reads, so the first write blocks for good — a fact, not a
+	// guess from how long a Send took (over tcp, a slow Send that filled
+	// the kernel's buffers looked blocked).
+	a, b := net.Pipe()
+	sa := NewSocket(a, 1<<20)
+	t.Cleanup(func() { sa.Close(); b.Close() })
 	big := &transport.Message{Body: make([]byte, 64<<10)}
 	frame := int64(len(big.Body) + PrefixLen)
 
-	// Fill the kernel's buffers until a Send blocks; it writes its own
-	// frame, which the socket does not copy.
+	// The write that cannot finish: whichever Send claims the socket first
+	// writes its own frame, which the socket does not copy.
 	blocked := make(chan error, 1)
-	for {
-		go func() { blocked <- sa.Send(big) }()
-		select {
-		case err := <-blocked:
-			require.NoError(t, err)
-			continue
-		case <-time.After(50 * time.Millisecond):
-		}
-		break
-	}
+	go func() { blocked <- sa.Send(big) }()
 	const senders = 40
 	errs := make(chan error, senders)
 	for range senders {
