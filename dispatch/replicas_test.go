@@ -684,15 +684,18 @@ func TestReplicaStaleSuccessKeepsItOut(t *testing.T) {
 }
 
 // The time out doubles when a replica fails again after it was let back
-// in: killed and still down when its time is up, a replica is out again
-// for twice as long.
+// in: killed and still down when its time is up, a replica whose dials are
+// refused is out again for twice as long. The replica starts again once
+// the third refused dial (the second ejection) is seen, not at a set time,
+// so that a slow machine cannot let it back in before.
 func TestReplicaEjectionDoubles(t *testing.T) {
 	const d = 300 * time.Millisecond
 	m := mux.New()
 	defer m.Close()
 	f := newFleet(t, m, 2, loopback)
 	r := &pushResolver{first: f.addrs}
-	c, err := dispatch.Dial(t.Context(), m, "svc", dispatch.WithResolver(r), dispatch.WithEjection(3, d))
+	tr := &refusals{Transport: m, addr: f.addrs[0], at: make(chan time.Time, 1000)}
+	c, err := dispatch.Dial(t.Context(), tr, "svc", dispatch.WithResolver(r), dispatch.WithEjection(3, d))
 	require.NoError(t, err)
 	defer c.Close()
 	wait := hold(t, t.Context(), f, r, c, 0, 6, "Who.Am")
@@ -700,15 +703,38 @@ func TestReplicaEjectionDoubles(t *testing.T) {
 	killed := time.Now()
 	addr := f.kill(0)
 	wait()
-	// Out for d; let back in, its dials are refused: out for 2 d.
+	// Out for d; let back in, its dials are refused, and the third ejects
+	// it again: out for 2 d.
 	stop := load(t, c, 2)
-	time.Sleep(time.Until(killed.Add(d * 3 / 2)))
+	var second time.Time
+	for i := range 3 {
+		second = recv(t, tr.at, 10*d, "a refused dial")
+		t.Logf("dial %d refused %v after the kill", i+1, second.Sub(killed).Round(time.Millisecond))
+	}
 	f.start(0, addr)
-	back, ok := firstCallOn(t, f, c, 0, killed, time.Now().Add(10*d))
+	back, ok := firstCallOn(t, f, c, 0, second, time.Now().Add(10*d))
 	assert.Empty(t, stop(), "refused dials are retried on the other replica")
-	t.Logf("called again after %v", back.Round(time.Millisecond))
+	t.Logf("called again %v after the second ejection", back.Round(time.Millisecond))
 	require.True(t, ok, "not called again")
-	assert.GreaterOrEqual(t, back, d*5/2, "out for d, then 2 d")
+	assert.GreaterOrEqual(t, back, 2*d*9/10, "out for 2 d after the second ejection (d without the doubling)")
+}
+
+// refusals is a mux Transport that reports when a dial to addr is refused.
+type refusals struct {
+	*mux.Transport
+	addr string
+	at   chan time.Time
+}
+
+func (r *refusals) Dial(ctx context.Context, addr string) (transport.Socket, error) {
+	s, err := r.Transport.Dial(ctx, addr)
+	if addr == r.addr && errors.Is(err, transport.ErrConnectionRefused) {
+		select {
+		case r.at <- time.Now():
+		default:
+		}
+	}
+	return s, err
 }
 
 // The death of one replica of three under 64 callers of an idempotent
