@@ -261,10 +261,7 @@ func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, 
 		server = c.limit
 	}
 	if len(md)+fixedEntries <= frame.MaxHeaderEntries {
-		headers := 512 + len(name) // the fixed headers, with room to spare
-		for k, v := range md {
-			headers += len(rpcwire.MetadataPrefix) + len(k) + len(v) + 2*4
-		}
+		headers := headerEstimate(name, md)
 		if e != nil {
 			headers += len(e.Message) + len(e.Code)
 		}
@@ -402,11 +399,18 @@ func (c *Client) sizes(ctx context.Context, ent *entry, name string, body []byte
 	if len(md)+fixedEntries > frame.MaxHeaderEntries {
 		return frameSizes{server: server, near: true}
 	}
-	headers := 512 + len(name) // the fixed headers, with room to spare
+	return frameSizes{server: server, near: len(body)+headerEstimate(name, md) >= min(server, c.limit)}
+}
+
+// headerEstimate bounds from above the size of the headers of a frame of
+// a call of name with metadata md: the fixed headers, with room to spare,
+// and each entry's prefixed key and value with their length prefixes.
+func headerEstimate(name string, md Metadata) int {
+	n := 512 + len(name)
 	for k, v := range md {
-		headers += len(rpcwire.MetadataPrefix) + len(k) + len(v) + 2*4
+		n += len(rpcwire.MetadataPrefix) + len(k) + len(v) + 2*4
 	}
-	return frameSizes{server: server, near: len(body)+headers >= min(server, c.limit)}
+	return n
 }
 
 // requestCheck applies to a request of name with body body what the
@@ -418,16 +422,35 @@ func (c *Client) requestCheck(ctx context.Context, name string, body []byte, siz
 	if !sizes.near {
 		return nil
 	}
-	h := make(map[string]string)
+	refused, lost := c.frameCheck(ctx, name, body, false, sizes.server)
+	if refused != nil {
+		return argsTooLarge(name, refused)
+	}
+	return lost
+}
+
+// frameCheck builds the frame a request of name with body body, or the
+// opening of a stream of name (open), would be on the network, and checks
+// it as the two ends would: refused is the Client's transport's error
+// when it is over the Client's frame limit or has too many header
+// entries (nothing is sent), for the caller to word; lost is the caller's
+// error when only the Server, whose limit is server, refuses it (it drops
+// the connection).
+func (c *Client) frameCheck(ctx context.Context, name string, body []byte, open bool, server int) (refused, lost error) {
+	h := make(map[string]string, 6)
 	requestHeader(ctx, h, name, "0", c.ctype)
+	if open {
+		h[rpcwire.Stream] = rpcwire.StreamOpen
+		h[rpcwire.Window] = rpcwire.FormatWindow(c.opts.streamWindow)
+	}
 	m := transport.Message{Header: h, Body: body}
 	if _, err := frame.Check(&m, c.limit); err != nil {
-		return argsTooLarge(name, err)
+		return err, nil
 	}
-	if _, err := frame.Check(&m, sizes.server); err != nil {
-		return errServerClosed // the Server drops a connection that sends it an oversize frame
+	if _, err := frame.Check(&m, server); err != nil {
+		return nil, errServerClosed // the Server drops a connection that sends it an oversize frame
 	}
-	return nil
+	return nil, nil
 }
 
 // headersRefused reports whether the network would refuse a request of name

@@ -87,18 +87,11 @@ func (c *Client) openCheck(ctx context.Context, e *entry, name string) (tooLarge
 	if !sizes.near {
 		return nil, nil
 	}
-	h := make(map[string]string, 6)
-	requestHeader(ctx, h, name, "0", c.ctype)
-	h[rpcwire.Stream] = rpcwire.StreamOpen
-	h[rpcwire.Window] = rpcwire.FormatWindow(c.opts.streamWindow)
-	m := transport.Message{Header: h}
-	if _, err := frame.Check(&m, c.limit); err != nil {
-		return openTooLarge(name, err), nil
+	refused, lost := c.frameCheck(ctx, name, nil, true, sizes.server)
+	if refused != nil {
+		return openTooLarge(name, refused), nil
 	}
-	if _, err := frame.Check(&m, sizes.server); err != nil {
-		return nil, errServerClosed
-	}
-	return nil, nil
+	return nil, lost
 }
 
 // shortcutStream opens a stream on e's Server, a Server of this process. It
