@@ -3,7 +3,6 @@ package dispatch_test
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,51 +11,10 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/internal/conntest"
 	"github.com/zerodial/transport/mux"
 	"github.com/zerodial/transport/tcp"
 )
-
-// records is a slog.Handler that keeps every record it is given, at every
-// level.
-type records struct {
-	mu   sync.Mutex
-	list []slog.Record
-}
-
-func (r *records) Enabled(context.Context, slog.Level) bool { return true }
-func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
-func (r *records) WithGroup(string) slog.Handler            { return r }
-
-func (r *records) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.list = append(r.list, rec.Clone())
-	return nil
-}
-
-// at returns the messages of the records at level or above.
-func (r *records) at(level slog.Level) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var msgs []string
-	for _, rec := range r.list {
-		if rec.Level >= level {
-			msgs = append(msgs, rec.Level.String()+" "+rec.Message)
-		}
-	}
-	return msgs
-}
-
-func (r *records) has(msg string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rec := range r.list {
-		if rec.Message == msg {
-			return true
-		}
-	}
-	return false
-}
 
 // A graceful Shutdown is an end the client was told of (the Drain
 // notice): the client logs it at Debug, and nothing at Warn or above —
@@ -67,7 +25,7 @@ func TestGracefulDrainLogsNoWarning(t *testing.T) {
 		"mux": func(l *slog.Logger) transport.Transport { return mux.New(mux.WithLogger(l)) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			client := &records{}
+			client := &conntest.Records{}
 			log := slog.New(client)
 			srv := dispatch.NewServer()
 			require.NoError(t, dispatch.Handle(srv, "Who.Am", func(context.Context, *struct{}, *string) error { return nil }))
@@ -81,11 +39,11 @@ func TestGracefulDrainLogsNoWarning(t *testing.T) {
 			defer cancel()
 			require.NoError(t, srv.Shutdown(ctx))
 			require.Eventually(t, func() bool {
-				return client.has("dispatch: connection closed by the server after its Drain notice") || client.has("dispatch: connection failed")
+				return client.Has("dispatch: connection closed by the server after its Drain notice") || client.Has("dispatch: connection failed")
 			}, waitLong, time.Millisecond, "the client saw its connection end")
 			time.Sleep(50 * time.Millisecond) // anything logged with it
-			assert.Empty(t, client.at(slog.LevelWarn), "the client's records at Warn or above")
-			assert.True(t, client.has("dispatch: connection closed by the server after its Drain notice"), "the end is logged at Debug")
+			assert.Empty(t, client.Lines(func(r slog.Record) bool { return r.Level >= slog.LevelWarn }), "the client's records at Warn or above")
+			assert.True(t, client.Has("dispatch: connection closed by the server after its Drain notice"), "the end is logged at Debug")
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package mux
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -18,37 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/conntest"
 )
-
-// records is a slog.Handler that keeps every record it is given.
-type records struct {
-	mu   sync.Mutex
-	list []slog.Record
-}
-
-func (r *records) Enabled(context.Context, slog.Level) bool { return true }
-func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
-func (r *records) WithGroup(string) slog.Handler            { return r }
-
-func (r *records) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.list = append(r.list, rec.Clone())
-	return nil
-}
-
-// yamux returns yamux's records, each as its level and message.
-func (r *records) yamux() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var lines []string
-	for _, rec := range r.list {
-		if strings.HasPrefix(rec.Message, "yamux: ") {
-			lines = append(lines, rec.Level.String()+" "+rec.Message)
-		}
-	}
-	return lines
-}
 
 // heldReads is a connection whose failed reads can be held back, so that a
 // test can make its writes notice the peer's crash first.
@@ -72,7 +42,7 @@ func (c *heldReads) Read(b []byte) (int, error) {
 // stream's error says the cause once — the connection's own error under
 // "mux: session closed" — while it matches what it always did.
 func TestPeerCrashLogsNoError(t *testing.T) {
-	rec := &records{}
+	rec := &conntest.Records{}
 	nl, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer nl.Close()
@@ -136,7 +106,7 @@ func TestPeerCrashLogsNoError(t *testing.T) {
 	assert.ErrorIs(t, err, io.ErrClosedPipe)
 	assert.True(t, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE), "wraps the connection's error: %v", err)
 
-	lines := rec.yamux()
+	lines := rec.Lines(func(r slog.Record) bool { return strings.HasPrefix(r.Message, "yamux: ") })
 	require.NotEmpty(t, lines, "yamux logged the failed write")
 	for _, line := range lines {
 		assert.True(t, strings.HasPrefix(line, "DEBUG yamux: Failed to write"), "yamux's line after a peer's crash: %s", line)

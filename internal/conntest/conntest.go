@@ -2,7 +2,8 @@
 // program with connections of its own would: connections from the net
 // package, turned into Sockets by a function on each end (tcp.NewSocket,
 // or a mux session's stream). transporttest.Run then holds those functions
-// to the whole Transport contract.
+// to the whole Transport contract. Records keeps what a test's loggers
+// are told.
 package conntest
 
 import (
