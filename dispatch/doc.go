@@ -34,8 +34,10 @@
 //     with the same error: in copy mode, a request, a reply or a stream
 //     message over the frame limit; in direct mode too, metadata (a call's,
 //     or a stream's opening frame) over the frame limit or with more header
-//     entries than a frame carries. Only what direct mode passes by pointer
-//     is not measured (Borrows).
+//     entries than a frame carries, and a handler's error reply, whose
+//     message or metadata over the frame limit makes it a CodeInternal reply
+//     without them. Only what direct mode passes by pointer is not measured
+//     (Borrows).
 //
 // Streams (HandleStream, OpenStream, CallStream) follow the same rules on
 // the same paths, with flow control per direction (WithStreamWindow). A

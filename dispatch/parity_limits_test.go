@@ -22,7 +22,8 @@ import (
 
 // Parity cases of limits, of connection failures and of metadata that need
 // a Server of their own: one with other frame limits, or one they close.
-// The rows are in parityCases and streamCases; what they share is here.
+// The rows are in parityCases (a few appended here, in init) and
+// streamCases; what they share is here.
 
 // limitedPair serves a new Server, made with opts, on the kind of path e
 // is, its listener limited to serverLimit bytes a frame, and dials it with
@@ -446,5 +447,71 @@ func TestStreamLostConnectionSaysWhy(t *testing.T) {
 			}
 			assert.Equal(t, want, o)
 		})
+	}
+}
+
+// Rows of parityCases added here, next to their helpers: TestParity runs
+// them on every path with the rest.
+func init() {
+	parityCases = append(parityCases,
+		parityCase{"error reply over the frame limit", errorReplyTooLarge(0), wantErrorReplyTooLarge(
+			"dispatch: reply of Err.METHOD is too large: transport: frame too large: \\d+ bytes, limit 4194304 \\(frame too large: false, shut down: false\\) \\(code internal\\)")},
+		parityCase{"error reply over the client's frame limit", errorReplyTooLarge(64 << 10), wantErrorReplyTooLarge(
+			"connection is shut down: transport: frame too large: peer announced \\d+ bytes, limit 65536 \\(frame too large: true, shut down: true\\) \\(code <not \\*dispatch.Error>\\)")},
+	)
+}
+
+// errorReplyTooLarge: a handler's error whose message alone makes its
+// reply too large for a frame. Over the Server's limit (clientLimit 0: both
+// ends have the default) it is answered with CodeInternal, without the
+// message, and the connection goes on; over the Client's only, the Client
+// drops the connection — on every path, whether the method borrows or not,
+// in both of a call's ways (a context that cannot end, and one that can).
+// Before, the network's Server closed the connection for the first, and the
+// shortcut measured neither.
+func errorReplyTooLarge(clientLimit int) func(t *testing.T, e *env) outcome {
+	return func(t *testing.T, e *env) outcome {
+		srv, c := limitedPair(t, e, 0, clientLimit)
+		size := 5 << 20
+		if clientLimit > 0 {
+			size = clientLimit + 100
+		}
+		fail := func(ctx context.Context, args *int, reply *int) error {
+			if *args == 0 {
+				return nil
+			}
+			return errors.New(strings.Repeat("e", size))
+		}
+		require.NoError(t, dispatch.Handle(srv, "Err.Borrows", fail, dispatch.Borrows()))
+		require.NoError(t, dispatch.Handle(srv, "Err.Keeps", fail))
+		var words []string
+		for _, method := range []string{"Err.Borrows", "Err.Keeps"} {
+			for _, base := range []context.Context{context.Background(), t.Context()} {
+				err := c.Call(base, method, intPtr(1), new(int))
+				words = append(words, fmt.Sprintf("%v (code %s)", failure(err), codeOf(err)))
+			}
+		}
+		// The connection goes on, or, if the Client dropped it, the Client
+		// dials a new one.
+		words = append(words, "then: "+failure(c.Call(context.Background(), "Err.Keeps", intPtr(0), new(int))))
+		o := observe(e, nil, nil)
+		o.Extra = strings.Join(words, "; ")
+		return o
+	}
+}
+
+func wantErrorReplyTooLarge(pattern string) func(t *testing.T, o outcome) {
+	return func(t *testing.T, o outcome) {
+		parts := strings.Split(o.Extra, "; ")
+		require.Len(t, parts, 5)
+		for i, p := range parts[:4] {
+			method := "Borrows"
+			if i >= 2 {
+				method = "Keeps"
+			}
+			assert.Regexp(t, "^"+strings.ReplaceAll(pattern, "METHOD", method)+"$", p)
+		}
+		// The connection goes on, or the Client dialled a new one.
+		assert.Equal(t, "then: ok", parts[4])
 	}
 }

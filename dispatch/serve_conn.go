@@ -383,9 +383,32 @@ var responses = sync.Pool{New: func() any {
 const maxPooledBody = 2 << 20
 
 // reply sends the response to one call, with its metadata md. A reply that cannot be encoded is
-// answered with an error instead; a reply that cannot be sent at all closes
-// the connection, so the caller sees a failure rather than waiting forever.
+// answered with an error instead; a reply over a frame limit, its
+// metadata or an error's message included, is answered with
+// CodeInternal (replyTooLarge) without them; a reply that cannot be sent
+// at all closes the connection, so the caller sees a failure rather than
+// waiting forever.
 func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md Metadata, e *Error) {
+	err := c.sendReply(seqText, name, cdc, reply, md, e)
+	if err == nil {
+		return
+	}
+	if isFrameTooLarge(err) {
+		// The connection is fine; only this reply is too big. What may
+		// make it so stays behind — the body, the metadata, an error's
+		// message — as the shortcut does (replyCheck). Should even that
+		// be too big (a name near the frame limit), the connection
+		// closes.
+		if err = c.sendReply(seqText, name, nil, nil, nil, replyTooLarge(name, err)); err == nil {
+			return
+		}
+	}
+	c.sock.Close()
+}
+
+// sendReply encodes and sends one reply; reply says what to do when it
+// fails.
+func (c *serverConn) sendReply(seqText, name string, cdc codec.Codec, reply any, md Metadata, e *Error) error {
 	r := responses.Get().(*response)
 	defer func() {
 		r.msg.Body = nil
@@ -413,18 +436,7 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md 
 	c.bytes.Add(n)
 	err := c.sendBounded(&r.msg)
 	c.bytes.Add(-n)
-	if err == nil {
-		return
-	}
-	if isFrameTooLarge(err) && (e == nil || len(md) > 0) {
-		// The connection is fine; only this reply is too big. Its
-		// metadata stays behind, since it may be what is too big (an
-		// error reply too big without any, its message, closes the
-		// connection: nothing smaller would say what the handler said).
-		c.reply(seqText, name, nil, nil, nil, replyTooLarge(name, err))
-		return
-	}
-	c.sock.Close()
+	return err
 }
 
 // sendBounded sends m under the connection's watchdog, which closes the

@@ -223,10 +223,10 @@ func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply 
 		// caller's values.
 		e, md := c.invoke(ctx, ent, m, PathShortcutDirect, a, reply)
 		ans.arrive(md)
-		if len(md) > 0 {
+		if len(md) > 0 || e != nil {
 			return true, c.replyHeadersCheck(ent, m.name, reply, md, e, ans)
 		}
-		return true, errOf(e)
+		return true, nil
 	}
 	ha, hr := m.newPair()
 	if m.copyArgs(ha, a) != nil {
@@ -237,15 +237,13 @@ func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply 
 		return true, ErrShutdown // finish puts ctx's error first
 	}
 	ans.arrive(md)
-	if len(md) > 0 {
+	if len(md) > 0 || e != nil {
 		if err := c.replyHeadersCheck(ent, m.name, hr, md, e, ans); err != nil {
-			return true, err
+			return true, err // an error reply always returns here
 		}
 	}
-	if e == nil {
-		m.moveReply(reply, hr)
-	}
-	return true, errOf(e)
+	m.moveReply(reply, hr)
+	return true, nil
 }
 
 // replyHeadersCheck applies to a direct call's reply r with metadata md, or
@@ -260,17 +258,11 @@ func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, 
 	if server <= 0 {
 		server = c.limit
 	}
-	if len(md)+fixedEntries <= frame.MaxHeaderEntries {
-		headers := headerEstimate(name, md)
-		if e != nil {
-			headers += len(e.Message) + len(e.Code)
-		}
-		if headers < min(server, c.limit) {
-			return errOf(e)
-		}
+	if e != nil {
+		return c.errorReplyCheck(name, md, e, server, ans)
 	}
-	if e != nil { // an error reply has no body: the check is exact
-		return c.replyCheck(name, nil, md, e, server, ans)
+	if len(md)+fixedEntries <= frame.MaxHeaderEntries && headerEstimate(name, md) < min(server, c.limit) {
+		return nil
 	}
 	h := make(map[string]string, len(md)+2)
 	responseHeader(h, name, "0", nil)
@@ -335,10 +327,7 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	}
 	ans.arrive(md)
 	if e != nil {
-		if len(md) > 0 {
-			return c.replyCheck(name, nil, md, e, sizes.server, ans)
-		}
-		return e // an error alone is not measured
+		return c.errorReplyCheck(name, md, e, sizes.server, ans)
 	}
 	body, err = appendMarshal(cdc, body[:0], r)
 	*bp = body[:0]
@@ -373,6 +362,20 @@ func (c *Client) replyCheck(name string, body []byte, md Metadata, e *Error, ser
 		return frameRefused(&resp, c.limit) // the Client drops a connection that sends it an oversize frame
 	}
 	return errOf(e)
+}
+
+// errorReplyCheck applies to the error reply e of a call of name, with
+// its metadata md, what the network would: over the Server's frame limit
+// (its metadata or its message), it is CodeInternal without either; over
+// the Client's only, the Client drops the connection. An error reply has
+// no body, so the check is exact; one far from the limits, the common
+// case, builds nothing.
+func (c *Client) errorReplyCheck(name string, md Metadata, e *Error, server int, ans *answer) error {
+	if len(md)+fixedEntries <= frame.MaxHeaderEntries &&
+		headerEstimate(name, md)+len(e.Message)+len(e.Code) < min(server, c.limit) {
+		return e
+	}
+	return c.replyCheck(name, nil, md, e, server, ans)
 }
 
 // frameSizes says whether a request is near enough to a frame limit for the
