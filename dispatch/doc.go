@@ -42,9 +42,9 @@
 // Streams (HandleStream, OpenStream, CallStream) follow the same rules on
 // the same paths, with flow control per direction (WithStreamWindow). A
 // message over the frame limit fails its Send with an error matching
-// transport.ErrFrameTooLarge, and the stream goes on; reply metadata that
-// makes the end of a stream too large is dropped, and the stream ends with
-// CodeInternal, as a unary reply does; on ShortcutDirect, what passes by
+// transport.ErrFrameTooLarge, and the stream goes on; reply metadata or a
+// handler's error message that makes the end of a stream too large is
+// dropped, and the stream ends with CodeInternal, as a unary reply does; on ShortcutDirect, what passes by
 // pointer is not measured, as a direct call's arguments and reply are not.
 // A stream whose opening frame, its metadata, is too large fails to open,
 // on every path. What a Server's handler has not yet consumed counts in its connection's

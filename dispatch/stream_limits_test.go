@@ -302,3 +302,53 @@ func TestStreamEndMetadataOverFrameLimit(t *testing.T) {
 		}
 	}
 }
+
+// A stream whose handler ends it with an error whose message alone makes
+// the end too large for a frame ends as a unary call with such an error
+// does: with CodeInternal and without the message, and the connection goes
+// on — on every path, in CallStream's two ways and OpenStream's. Before,
+// the network's Server closed the connection and the shortcut delivered
+// the message unmeasured.
+func TestStreamEndErrorOverFrameLimit(t *testing.T) {
+	want := []string{
+		"dispatch: end of stream of E.Fail is too large: transport: frame too large: " +
+			fmt.Sprint(frame.HeaderLen(map[string]string{"Seq": "0", "Stream": "end", "Error": strings.Repeat("e", streamLimit)}), " bytes, limit ", streamLimit) +
+			", code internal",
+		"then: [1] <nil>",
+	}
+	for _, p := range pathNames {
+		for _, shape := range []string{"CallStream", "CallStream, ctx can end", "OpenStream"} {
+			t.Run(fmt.Sprintf("%s/%s", p, shape), func(t *testing.T) {
+				srv := dispatch.NewServer()
+				require.NoError(t, dispatch.HandleStream(srv, "E.Fail", func(ctx context.Context, s *dispatch.ServerStream[int, int]) error {
+					for n, err := range s.Recv() {
+						if err != nil {
+							return err
+						}
+						if *n == 1 {
+							return errors.New(strings.Repeat("e", streamLimit))
+						}
+					}
+					return s.Send(new(1))
+				}))
+				c := dialLimited(t, p, srv, streamLimit)
+				ctx := context.Background()
+				if shape == "CallStream, ctx can end" {
+					ctx = t.Context()
+				}
+				var err error
+				if shape == "OpenStream" {
+					s, oerr := dispatch.OpenStream[int, int](ctx, c, "E.Fail")
+					require.NoError(t, oerr)
+					require.NoError(t, s.Send(new(1)))
+					_, err = collect(s.Recv())
+					s.Close()
+				} else {
+					_, err = collect(dispatch.CallStream[int, int](ctx, c, "E.Fail", new(1)))
+				}
+				got, nerr := collect(dispatch.CallStream[int, int](ctx, c, "E.Fail", new(0)))
+				assert.Equal(t, want, []string{fmt.Sprintf("%v, code %s", err, codeOf(err)), fmt.Sprint("then: ", got, " ", nerr)})
+			})
+		}
+	}
+}

@@ -244,17 +244,20 @@ func endTooLarge(name string, err error) *Error {
 }
 
 // endStream sends the end of the stream of name: the handler's error e, if
-// any, and the reply metadata md. An end whose metadata is over the frame
-// limit goes without it, as CodeInternal, as a unary reply would: the
-// caller learns why, rather than losing the connection.
+// any, and the reply metadata md. An end over the frame limit, by its
+// metadata or its error's message, goes without them, as CodeInternal, as
+// a unary reply would: the caller learns why, rather than losing the
+// connection.
 func (c *serverConn) endStream(seqText, name string, md Metadata, e *Error) {
 	err := c.sendBounded(&transport.Message{Header: endHeader(seqText, md, e)})
 	if err == nil {
 		return
 	}
-	if isFrameTooLarge(err) && len(md) > 0 {
-		c.endStream(seqText, name, nil, endTooLarge(name, err))
-		return
+	if isFrameTooLarge(err) {
+		err = c.sendBounded(&transport.Message{Header: endHeader(seqText, nil, endTooLarge(name, err))})
+		if err == nil {
+			return
+		}
 	}
 	c.sock.Close()
 }

@@ -60,10 +60,10 @@ func frameCheck(name string, body []byte, sender, receiver int, toServer bool) (
 // without its metadata, as CodeInternal (endTooLarge); one over the
 // Client's only, receiver, makes the Client drop the connection, and lost
 // is then the caller's error, in the network's words. An end without
-// metadata is not measured: its error alone is not measured in copy mode
-// either (as a unary error reply is not).
+// metadata whose error is far from the limits, the common one, builds
+// nothing.
 func endCheck(name string, md Metadata, e *Error, sender, receiver int) (_ Metadata, _ *Error, lost error) {
-	if len(md) == 0 {
+	if len(md) == 0 && (e == nil || headerEstimate("", nil)+len(e.Message)+len(e.Code) < min(sender, receiver)) {
 		return md, e, nil
 	}
 	m := transport.Message{Header: endHeader("0", md, e)}
