@@ -116,7 +116,11 @@ func (e *Error) Is(target error) bool {
 // whose frame the Server would refuse as over its limit, gets "connection
 // is shut down: the server closed the connection"; one whose reply or
 // stream message the Client would refuse gets what the Client's transport
-// says of that frame. Only a Client's own Close gives ErrShutdown itself.
+// says of that frame ("frame too large: peer announced N bytes, limit L").
+// N is the frame's size on the path the call took, and can differ between
+// paths by the few bytes of the call's (or stream's) sequence number, which
+// the shortcut has none of (it counts one digit). Only a Client's own Close gives
+// ErrShutdown itself.
 var ErrShutdown = rpc.ErrShutdown
 
 // connFailure is ErrShutdown with the cause of a connection's failure.
@@ -157,6 +161,8 @@ var errServerClosed = connFailed(io.EOF)
 // frameRefused is what the shortcut's calls and streams get when the
 // network's Client would drop the connection because the Server sent it m,
 // a frame over the Client's limit: the words of the Client's frame reader.
+// m carries Seq "0": the size it gives is the network's for a call whose
+// sequence number has one digit (ErrShutdown's doc says so).
 func frameRefused(m *transport.Message, limit int) error {
 	return connFailed(frame.Announced(uint64(frame.Size(m)), limit))
 }
