@@ -90,7 +90,7 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 	if o.replicas.resolver != nil {
 		return dialReplicas(ctx, tr, addr, o)
 	}
-	c := newAddrClient(tr, addr, o)
+	c := newAddrClient(tr, addr, o, nil)
 	if o.shortcut != ShortcutOff && shortcuts.lookup(c.key, c.wire) != nil {
 		return c, nil
 	}
@@ -102,9 +102,14 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 }
 
 // newAddrClient returns a Client of addr over tr that has not dialled yet.
-func newAddrClient(tr transport.Transport, addr string, o clientOptions) *Client {
-	c := &Client{tr: tr, addr: addr, key: clientKey(tr, addr), wire: wireOf(tr), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
-		netPath: Path(tr.String()), remote: dialAddr{tr.String(), addr}}
+// set, when not nil, makes it the Client of the replicas set holds: it
+// has no shortcut of its own (each replica's Client has), so no key.
+func newAddrClient(tr transport.Transport, addr string, o clientOptions, set *replicaSet) *Client {
+	c := &Client{tr: tr, addr: addr, opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
+		netPath: Path(tr.String()), remote: dialAddr{tr.String(), addr}, set: set}
+	if set == nil {
+		c.key, c.wire = clientKey(tr, addr), wireOf(tr)
+	}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	if fl, ok := tr.(transport.FrameLimiter); ok {
 		c.limit = fl.MaxFrameSize()
@@ -265,18 +270,15 @@ func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any
 // intercepted runs a call through the Client's interceptors, with its
 // CallInfo in the context.
 func (c *Client) intercepted(ctx context.Context, name string, args, reply any) error {
-	info := &CallInfo{Method: name, Path: c.expectedPath(name), RemoteAddr: c.remote}
+	info := &CallInfo{Method: name, Path: c.expectedPath(name, nil, nil), RemoteAddr: c.remote}
 	ctx = context.WithValue(ctx, callInfoKey{}, info)
-	h := Handler(func(ctx context.Context, args, reply any) error { return c.call(ctx, name, args, reply, info) })
-	for i := len(c.opts.interceptors) - 1; i >= 0; i-- {
-		ic, next := c.opts.interceptors[i], h
-		h = func(ctx context.Context, args, reply any) error { return ic(ctx, name, args, reply, next) }
-	}
+	h := chain(c.opts.interceptors, name, func(ctx context.Context, args, reply any) error { return c.call(ctx, name, args, reply, info) })
 	return h(ctx, args, reply)
 }
 
-// expectedPath is the path a call of name would take now.
-func (c *Client) expectedPath(name string) Path {
+// expectedPath is the path a call of name would take now, or a stream of
+// name whose messages are of types in and out when in is not nil.
+func (c *Client) expectedPath(name string, in, out reflect.Type) Path {
 	if c.opts.shortcut == ShortcutOff {
 		return c.netPath
 	}
@@ -284,7 +286,11 @@ func (c *Client) expectedPath(name string) Path {
 	if e == nil {
 		return c.netPath
 	}
-	if c.opts.shortcut == ShortcutDirect {
+	if in != nil {
+		if _, direct, _, err := c.streamMethod(e.srv, name, in, out); err == nil && direct {
+			return PathShortcutDirect
+		}
+	} else if c.opts.shortcut == ShortcutDirect {
 		if m, _ := c.method(e.srv, name); m != nil && m.borrows && m.stream == nil {
 			return PathShortcutDirect
 		}
@@ -306,7 +312,7 @@ func (c *Client) call(ctx context.Context, serviceMethod string, args, reply any
 			if done, err := c.shortcut(ctx, e, serviceMethod, args, reply, info); done {
 				return err
 			}
-		} else if srv := c.reached.Load(); srv != nil && srv.isDraining() && !c.closedFlag.Load() {
+		} else if c.reachedDraining() {
 			zero(reply)
 			capturesOf(ctx).deliver(nil) // as the draining Server's reply would
 			return errShuttingDown
@@ -316,20 +322,38 @@ func (c *Client) call(ctx context.Context, serviceMethod string, args, reply any
 		info.Path = c.netPath
 	}
 	zero(reply)
+	conn, err := c.netConn(ctx)
+	if err != nil {
+		return err
+	}
+	return conn.call(ctx, serviceMethod, args, reply)
+}
+
+// reachedDraining reports whether the Server a shortcut call last reached
+// is draining, now that it has left the registry: a new call or stream is
+// refused with errShuttingDown, as the draining Server would refuse it.
+func (c *Client) reachedDraining() bool {
+	srv := c.reached.Load()
+	return srv != nil && srv.isDraining() && !c.closedFlag.Load()
+}
+
+// netConn returns the connection a call or stream takes over the network,
+// dialling it if need be, or the error it fails with at once.
+func (c *Client) netConn(ctx context.Context) (*clientConn, error) {
 	if c.closedFlag.Load() {
-		return ErrShutdown
+		return nil, ErrShutdown
 	}
 	if ctx.Err() != nil {
-		return ctxError(ctx)
+		return nil, ctxError(ctx)
 	}
 	conn, err := c.connect(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctxError(ctx) // the caller's context ended first, as on every path
+			return nil, ctxError(ctx) // the caller's context ended first, as on every path
 		}
-		return err
+		return nil, err
 	}
-	return conn.call(ctx, serviceMethod, args, reply)
+	return conn, nil
 }
 
 // checkReply is the nil rule, the same on every path.

@@ -172,16 +172,7 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 		release(p)
 		return err
 	}
-	// Reusing numbers keeps them small and few, so the header strings that
-	// carry them are the same ones again and cost no allocation.
-	var seq uint64
-	if n := len(cc.free); n > 0 {
-		seq = cc.free[n-1]
-		cc.free = cc.free[:n-1]
-	} else {
-		seq = cc.next
-		cc.next++
-	}
+	seq := cc.takeSeq()
 	cc.pending[seq] = p
 	others := len(cc.pending) > 1
 	cc.mu.Unlock()
@@ -228,6 +219,20 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 	err := p.err
 	release(p)
 	return err
+}
+
+// takeSeq returns a Seq for a new call or stream, with cc.mu held.
+// Reusing numbers keeps them small and few, so the header strings that
+// carry them are the same ones again and cost no allocation.
+func (cc *clientConn) takeSeq() uint64 {
+	if n := len(cc.free); n > 0 {
+		seq := cc.free[n-1]
+		cc.free = cc.free[:n-1]
+		return seq
+	}
+	seq := cc.next
+	cc.next++
+	return seq
 }
 
 func release(p *pending) {
@@ -314,28 +319,39 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 		if isFrameTooLarge(err) {
 			return argsTooLarge(name, err) // nothing was sent; the connection is fine
 		}
-		if ctx.Err() != nil && errors.Is(err, transport.ErrTimeout) {
-			// The caller's context interrupted the Send. A transport whose
-			// Send stopped part way closes the socket itself (the Socket
-			// contract), and the read loop then fails the connection; one
-			// that stopped before sending anything is still fine.
-			return ctxError(ctx)
-		}
-		// Part of the frame may be out: the connection cannot be trusted.
-		// The caller gets what every call on the connection gets: the
-		// first cause seen, by the read loop or here (ErrShutdown's
-		// doc says how a peer's hang-up reads the same from both).
-		if !cc.failed() {
-			cc.log.Warn("dispatch: sending failed; closing the connection", "remote", cc.sock.RemoteAddr(), "method", name, "err", err)
-		}
-		cc.fail(connFailed(err))
-		cc.sock.Close()
-		if ctx.Err() != nil {
-			return ctxError(ctx)
-		}
-		return cc.failure()
+		return cc.sendFailed(ctx, err, name)
 	}
 	return nil
+}
+
+// sendFailed is what a call's request or a stream's frame gets when its
+// Send failed with err, other than for being over the frame limit; name
+// is the method of the call, for the log ("" for a stream's frame).
+func (cc *clientConn) sendFailed(ctx context.Context, err error, name string) error {
+	if ctx.Err() != nil && errors.Is(err, transport.ErrTimeout) {
+		// The caller's context interrupted the Send. A transport whose
+		// Send stopped part way closes the socket itself (the Socket
+		// contract), and the read loop then fails the connection; one
+		// that stopped before sending anything is still fine.
+		return ctxError(ctx)
+	}
+	// Part of the frame may be out: the connection cannot be trusted.
+	// The caller gets what every call on the connection gets: the
+	// first cause seen, by the read loop or here (ErrShutdown's
+	// doc says how a peer's hang-up reads the same from both).
+	if !cc.failed() {
+		args := []any{"remote", cc.sock.RemoteAddr(), "err", err}
+		if name != "" {
+			args = []any{"remote", cc.sock.RemoteAddr(), "method", name, "err", err}
+		}
+		cc.log.Warn("dispatch: sending failed; closing the connection", args...)
+	}
+	cc.fail(connFailed(err))
+	cc.sock.Close()
+	if ctx.Err() != nil {
+		return ctxError(ctx)
+	}
+	return cc.failure()
 }
 
 // lockSend takes the send lock, or gives up when ctx ends.

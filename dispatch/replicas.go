@@ -122,12 +122,7 @@ func dialReplicas(ctx context.Context, tr transport.Transport, target string, o 
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.budget.init(o.replicas.budget)
 	s.list.Store(&[]*replica{})
-	c := &Client{tr: tr, addr: target, opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
-		netPath: Path(tr.String()), remote: dialAddr{tr.String(), target}, set: s}
-	c.life, c.endLife = context.WithCancel(context.Background())
-	if fl, ok := tr.(transport.FrameLimiter); ok {
-		c.limit = fl.MaxFrameSize()
-	}
+	c := newAddrClient(tr, target, o, s)
 	w, err := o.replicas.resolver.Resolve(target, s.update)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: resolving %s: %w", target, err)
@@ -189,7 +184,7 @@ func (s *replicaSet) update(addrs []string, err error) {
 			next = append(next, old[i])
 			continue
 		}
-		r := &replica{addr: a, c: newAddrClient(s.tr, a, s.sub)}
+		r := &replica{addr: a, c: newAddrClient(s.tr, a, s.sub, nil)}
 		r.health.clean.Store(true)
 		next = append(next, r)
 	}

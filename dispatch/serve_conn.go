@@ -330,23 +330,37 @@ func (call *serverCall) run() {
 		if !returned {
 			e = goexitError(call.name)
 		}
-		// The Seq is free again before the reply goes out: a client may
-		// reuse it as soon as it has the reply.
-		c.mu.Lock()
-		delete(c.calls, call.seq)
-		c.mu.Unlock()
-		call.cancel(context.Canceled)
+		call.forget()
 		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)
 		c.bytes.Add(-call.size)
-		c.mu.Lock()
-		c.inflight--
-		if c.idle != nil {
-			c.idle.touch() // a reply written: the connection is in use
-		}
-		c.mu.Unlock()
+		call.answered()
 	}()
 	e = c.srv.invoke(call, call.meth, call.args, call.reply)
 	returned = true
+}
+
+// forget takes the call, or stream, out of its connection's calls before
+// its answer goes out, and ends its context. The Seq is free again: a
+// client may reuse it as soon as it has the answer, and frames for it
+// that arrive later are dropped.
+func (call *serverCall) forget() {
+	c := call.conn
+	c.mu.Lock()
+	delete(c.calls, call.seq)
+	c.mu.Unlock()
+	call.cancel(context.Canceled)
+}
+
+// answered counts the call, or stream, out of those in flight once its
+// answer (a reply, or the end of the stream) is written.
+func (call *serverCall) answered() {
+	c := call.conn
+	c.mu.Lock()
+	c.inflight--
+	if c.idle != nil {
+		c.idle.touch() // an answer written: the connection is in use
+	}
+	c.mu.Unlock()
 }
 
 func (c *serverConn) cancel(seq uint64) {

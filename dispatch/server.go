@@ -118,8 +118,9 @@ func (s *Server) Methods() []string {
 	return slices.Sorted(maps.Keys(s.routes.Load().methods))
 }
 
-// chain wraps call in the interceptors, once, at registration, so a call
-// builds no closures.
+// chain wraps call in the interceptors. A Server chains each method once,
+// at registration, so a call builds no closures; a Client chains each call
+// that has interceptors, around the call and its CallInfo.
 func chain(ics []Interceptor, name string, call Handler) Handler {
 	h := call
 	for i := len(ics) - 1; i >= 0; i-- {

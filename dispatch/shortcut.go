@@ -24,29 +24,22 @@ import (
 // info, when not nil, is told the path the call takes.
 func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, reply any, info *CallInfo) (handled bool, err error) {
 	srv := e.srv
-	c.reached.Store(srv)
 	var ans *answer
 	if capt := capturesOf(ctx); capt != nil {
 		ans = &answer{}
 		defer func() { ans.deliver(capt) }()
 	}
-	if !srv.gate.enter() {
-		if srv.isDraining() {
-			zero(reply)
-			ans.arrive(nil)
-			return true, errShuttingDown
+	if entered, err := c.enterShortcut(ctx, srv); !entered {
+		if err == nil {
+			return false, nil
 		}
-		return false, nil
+		zero(reply)
+		if err == errShuttingDown {
+			ans.arrive(nil)
+		}
+		return true, err
 	}
 	defer srv.gate.leave()
-	if c.closedFlag.Load() {
-		zero(reply)
-		return true, ErrShutdown
-	}
-	if ctx.Err() != nil {
-		zero(reply)
-		return true, ctxError(ctx)
-	}
 	if c.opts.shortcut == ShortcutDirect {
 		// A request whose headers alone the network refuses goes as copy
 		// mode, which refuses it in the network's words.
@@ -63,6 +56,32 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 		info.Path = PathShortcutCopy
 	}
 	return true, c.finish(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply, ans), ans)
+}
+
+// enterShortcut begins a call or stream on the shortcut to srv: it enters
+// srv's gate, as a connection's call does, and reports true when the call
+// may go on (the caller then leaves the gate). Otherwise err is what the call
+// is refused with at once — errShuttingDown while srv drains, as a
+// connection still open to it would be answered, ErrShutdown once c is
+// closed, ctx's error once ctx has ended — or nil once srv has stopped:
+// the call then goes to the transport, as a network call would redial.
+func (c *Client) enterShortcut(ctx context.Context, srv *Server) (entered bool, err error) {
+	c.reached.Store(srv)
+	if !srv.gate.enter() {
+		if srv.isDraining() {
+			return false, errShuttingDown
+		}
+		return false, nil
+	}
+	if c.closedFlag.Load() {
+		srv.gate.leave()
+		return false, ErrShutdown
+	}
+	if ctx.Err() != nil {
+		srv.gate.leave()
+		return false, ctxError(ctx)
+	}
+	return true, nil
 }
 
 // answer records, for a caller that captures reply metadata

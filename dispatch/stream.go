@@ -232,21 +232,6 @@ func OpenStream[In, Out any](ctx context.Context, c *Client, name string) (*Stre
 	return &Stream[In, Out]{end: end, name: name}, nil
 }
 
-// expectedStreamPath is the path a stream of name would take now.
-func (c *Client) expectedStreamPath(name string, in, out reflect.Type) Path {
-	if c.opts.shortcut == ShortcutOff {
-		return c.netPath
-	}
-	e := shortcuts.lookupCached(c.key, c.wire, &c.found)
-	if e == nil {
-		return c.netPath
-	}
-	if _, direct, _, err := c.streamMethod(e.srv, name, in, out); err == nil && direct {
-		return PathShortcutDirect
-	}
-	return PathShortcutCopy
-}
-
 // openInterceptedStream is openStream inside the Client's stream
 // interceptors.
 func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out reflect.Type) (callerEnd, error) {
@@ -259,7 +244,7 @@ func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out
 	}
 	// The interceptors learn the method, the path the Client means to take
 	// and the address, as a call's do.
-	ctx = context.WithValue(ctx, callInfoKey{}, &CallInfo{Method: name, Path: c.expectedStreamPath(name, in, out), RemoteAddr: c.remote})
+	ctx = context.WithValue(ctx, callInfoKey{}, &CallInfo{Method: name, Path: c.expectedPath(name, in, out), RemoteAddr: c.remote})
 	sctx, done, err := beginStream(ctx, ics, name)
 	if err != nil {
 		return nil, err
@@ -404,21 +389,12 @@ func (c *Client) openStream(ctx context.Context, name string, in, out reflect.Ty
 			if end, handled, err := c.shortcutStream(ctx, e, name, in, out); handled {
 				return end, err
 			}
-		} else if srv := c.reached.Load(); srv != nil && srv.isDraining() && !c.closedFlag.Load() {
+		} else if c.reachedDraining() {
 			return failedStream(ctx, errShuttingDown), nil // as the draining Server's end would
 		}
 	}
-	if c.closedFlag.Load() {
-		return nil, ErrShutdown
-	}
-	if ctx.Err() != nil {
-		return nil, ctxError(ctx)
-	}
-	conn, err := c.connect(ctx)
+	conn, err := c.netConn(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctxError(ctx)
-		}
 		return nil, err
 	}
 	return conn.openStream(ctx, name, c.opts.streamWindow)

@@ -196,21 +196,11 @@ func (call *serverCall) runStream() {
 		if over := st.overBudget.Load(); over != nil {
 			e = over // the handler's error is the consequence
 		}
-		// The Seq is free again before the end goes out, as a call's is
-		// before its reply: frames for it that arrive later are dropped.
-		c.mu.Lock()
-		delete(c.calls, call.seq)
-		c.mu.Unlock()
-		call.cancel(context.Canceled)
+		call.forget()
 		st.in.done()
 		st.in.close()
 		c.endStream(call.seqText, call.name, call.sealReply(), e)
-		c.mu.Lock()
-		c.inflight--
-		if c.idle != nil {
-			c.idle.touch() // the stream's end written: the connection is in use
-		}
-		c.mu.Unlock()
+		call.answered()
 	}()
 	// The server's window is the first frame it sends on the stream, so
 	// that it precedes every grant (WIRE.md).
@@ -346,13 +336,7 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int) (
 		cc.mu.Unlock()
 		return nil, err
 	}
-	if n := len(cc.free); n > 0 {
-		s.seq = cc.free[n-1]
-		cc.free = cc.free[:n-1]
-	} else {
-		s.seq = cc.next
-		cc.next++
-	}
+	s.seq = cc.takeSeq()
 	cc.streams[s.seq] = s
 	cc.mu.Unlock()
 	cc.needReader() // a stream's messages are read by the read loop
@@ -440,18 +424,7 @@ func (cc *clientConn) writeLocked(ctx context.Context, m *transport.Message) err
 	if err == nil || isFrameTooLarge(err) {
 		return err
 	}
-	if ctx.Err() != nil && errors.Is(err, transport.ErrTimeout) {
-		return ctxError(ctx)
-	}
-	if !cc.failed() {
-		cc.log.Warn("dispatch: sending failed; closing the connection", "remote", cc.sock.RemoteAddr(), "err", err)
-	}
-	cc.fail(connFailed(err))
-	cc.sock.Close()
-	if ctx.Err() != nil {
-		return ctxError(ctx)
-	}
-	return cc.failure()
+	return cc.sendFailed(ctx, err, "")
 }
 
 // check and wait make clientStream a waiter: the caller stops waiting when

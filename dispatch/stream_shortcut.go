@@ -99,20 +99,14 @@ func (c *Client) openCheck(ctx context.Context, e *entry, name string) (tooLarge
 // goes to the transport, as a call would.
 func (c *Client) shortcutStream(ctx context.Context, e *entry, name string, in, out reflect.Type) (callerEnd, bool, error) {
 	srv := e.srv
-	c.reached.Store(srv)
-	if !srv.gate.enter() {
-		if srv.isDraining() {
-			return failedStream(ctx, errShuttingDown), true, nil
+	if entered, err := c.enterShortcut(ctx, srv); !entered {
+		switch err {
+		case nil:
+			return nil, false, nil
+		case errShuttingDown:
+			return failedStream(ctx, err), true, nil
 		}
-		return nil, false, nil
-	}
-	if c.closedFlag.Load() {
-		srv.gate.leave()
-		return nil, true, ErrShutdown
-	}
-	if ctx.Err() != nil {
-		srv.gate.leave()
-		return nil, true, ctxError(ctx)
+		return nil, true, err
 	}
 	if tooLarge, lost := c.openCheck(ctx, e, name); tooLarge != nil || lost != nil {
 		srv.gate.leave()
@@ -182,16 +176,8 @@ type memStream struct {
 }
 
 func newMemStream(ctx context.Context, c *Client, e *entry, m *method, direct bool, cdc codec.Codec) *memStream {
-	path := PathShortcutCopy
-	if direct {
-		path = PathShortcutDirect
-	}
-	_, hctx := c.handlerCtx(ctx, e, m, path) // m.seesCtx: a stream always does
-	s := &memStream{c: c, srv: e.srv, ent: e, m: m, ctx: ctx, hctx: hctx, direct: direct, cdc: cdc,
-		serverLimit: e.limit, closed: make(chan struct{})}
-	if s.serverLimit <= 0 {
-		s.serverLimit = c.limit
-	}
+	s := newFastStream(ctx, c, e, m, direct, cdc)
+	s.closed = make(chan struct{})
 	s.upCr = newCredit(s.srv.opts.streamWindow, true)
 	s.up = newInbox(s.srv.opts.streamWindow, s.upCr.grant)
 	s.downCr = newCredit(c.opts.streamWindow, true)
@@ -546,13 +532,14 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 	return true
 }
 
-// newFastStream is the part of a memStream a fastEnd uses.
+// newFastStream is the part of a memStream a fastEnd uses; newMemStream
+// adds the rest.
 func newFastStream(ctx context.Context, c *Client, e *entry, m *method, direct bool, cdc codec.Codec) *memStream {
 	path := PathShortcutCopy
 	if direct {
 		path = PathShortcutDirect
 	}
-	_, hctx := c.handlerCtx(ctx, e, m, path)
+	_, hctx := c.handlerCtx(ctx, e, m, path) // m.seesCtx: a stream always does
 	s := &memStream{c: c, srv: e.srv, ent: e, m: m, ctx: ctx, hctx: hctx, direct: direct, cdc: cdc, serverLimit: e.limit}
 	if s.serverLimit <= 0 {
 		s.serverLimit = c.limit
