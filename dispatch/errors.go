@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/rpc"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/zerodial/transport"
@@ -205,4 +207,27 @@ func toError(err error) *Error {
 // ctxError is what a call returns when the caller's context ends first.
 func ctxError(ctx context.Context) *Error {
 	return toError(ctx.Err())
+}
+
+// admissionPrefix opens the message of every admission refusal. The wire
+// has no field of its own for a refusal (WIRE.md), so a Client knows one by
+// its code and this prefix: admissionRefusal and isAdmissionRefusal are the
+// two ends of that contract, and nothing else spells it.
+const admissionPrefix = "dispatch: too many "
+
+// admissionRefusal is the error of a call or stream a server refuses
+// before any handler runs, because its connection already has limit of
+// what ("calls", WithMaxCallsPerConn; "bytes", WithMaxBytesPerConn) in
+// flight. A stream that takes its connection past the byte budget ends
+// with it too.
+func admissionRefusal(what string, limit int64) *Error {
+	return &Error{Code: CodeResourceExhausted, Message: admissionPrefix + what +
+		" in flight on this connection (limit " + strconv.FormatInt(limit, 10) + ")"}
+}
+
+// isAdmissionRefusal reports whether e is a server's refusal made by
+// admissionRefusal: nothing of the call ran, so a Client of replicas may
+// try it on another.
+func isAdmissionRefusal(e *Error) bool {
+	return e.Code == CodeResourceExhausted && strings.HasPrefix(e.Message, admissionPrefix)
 }

@@ -421,7 +421,7 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 			// leave it out at once, and go elsewhere.
 			s.failed(r, begun, true)
 			return retryAlways
-		case e.Code == CodeResourceExhausted && isAdmissionRefusal(e):
+		case isAdmissionRefusal(e):
 			return retryAlways
 		case e.Code == CodeCanceled || e.Code == CodeDeadlineExceeded:
 			return retryNever
@@ -436,14 +436,6 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 	s.budget.failed()
 	s.failed(r, begun, false)
 	return retryIfIdempotent
-}
-
-// isAdmissionRefusal reports whether e is a server's refusal of a call
-// over its connection's limits (WithMaxCallsPerConn, WithMaxBytesPerConn),
-// made before any handler ran. Their messages are dispatch's own.
-func isAdmissionRefusal(e *Error) bool {
-	const prefix = "dispatch: too many "
-	return len(e.Message) >= len(prefix) && e.Message[:len(prefix)] == prefix
 }
 
 func (s *replicaSet) succeeded(r *replica, begun int64) {

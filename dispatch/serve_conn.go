@@ -270,12 +270,11 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, ope
 	if _, dup := c.calls[seq]; dup {
 		refuse = &Error{Code: CodeInvalidArgument, Message: "dispatch: duplicate Seq " + seqText + " in flight"}
 	} else if c.inflight >= c.srv.opts.maxConnCalls {
-		refuse = &Error{Code: CodeResourceExhausted, Message: "dispatch: too many calls in flight on this connection (limit " +
-			strconv.Itoa(c.srv.opts.maxConnCalls) + ")"}
+		refuse = admissionRefusal("calls", int64(c.srv.opts.maxConnCalls))
 	} else if size := int64(len(m.Body)); c.inflight > 0 && c.held()+size > c.srv.opts.maxConnBytes {
 		// One call is always admitted, however large: the frame limit
 		// bounds it.
-		refuse = bytesExhausted(c.srv.opts.maxConnBytes)
+		refuse = admissionRefusal("bytes", c.srv.opts.maxConnBytes)
 	}
 	if refuse != nil {
 		c.mu.Unlock()

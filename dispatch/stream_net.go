@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -85,13 +84,6 @@ func newServerStream(call *serverCall, callerWindow int) *serverStream {
 	return st
 }
 
-// bytesExhausted is the error of a call or stream refused, or a stream
-// ended, because the connection holds more bytes than its budget allows.
-func bytesExhausted(limit int64) *Error {
-	return &Error{Code: CodeResourceExhausted, Message: "dispatch: too many bytes in flight on this connection (limit " +
-		strconv.FormatInt(limit, 10) + ")"}
-}
-
 // exhausted ends the stream because a message waiting in its inbox has
 // taken the connection past its byte budget: what the inbox holds is
 // dropped, the handler's context ends, and the end of the stream carries
@@ -105,7 +97,7 @@ func (st *serverStream) exhausted() {
 	c.mu.Lock()
 	alone := c.inflight <= 1
 	c.mu.Unlock()
-	if alone || !st.overBudget.CompareAndSwap(nil, bytesExhausted(c.srv.opts.maxConnBytes)) {
+	if alone || !st.overBudget.CompareAndSwap(nil, admissionRefusal("bytes", c.srv.opts.maxConnBytes)) {
 		return
 	}
 	st.call.cancel(context.Canceled)
