@@ -53,11 +53,11 @@ type clientConn struct {
 	// batches (BenchmarkStream).
 	async transport.AsyncSender
 
-	// drained is set when the server said it is shutting down (WIRE.md,
-	// Drain): new calls are refused here as the server would refuse them,
-	// and never sent, so that the server can close the connection without
-	// losing one.
-	drained atomic.Bool
+	// serverDraining is set when the server said it is shutting down
+	// (WIRE.md, Drain): new calls are refused here as the server would
+	// refuse them, and never sent, so that the server can close the
+	// connection without losing one.
+	serverDraining atomic.Bool
 
 	// role says who reads sock: the read loop, or a caller reading its
 	// own reply (readRole); waiter is sock's FrameWaiter, without which
@@ -73,7 +73,7 @@ type clientConn struct {
 // checks it under that lock: every call sent precedes the
 // acknowledgement, and none follows it.
 func (cc *clientConn) drain() {
-	if cc.drained.Swap(true) {
+	if cc.serverDraining.Swap(true) {
 		return
 	}
 	go func() {
@@ -282,7 +282,7 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 			cc.unlockSend()
 		}
 	}()
-	if cc.drained.Load() {
+	if cc.serverDraining.Load() {
 		return errShuttingDown
 	}
 	body, err := encodeArgs(cc.codec, cc.buf[:0], name, args)
@@ -453,7 +453,7 @@ func (cc *clientConn) recvFailed(err error) {
 		cc.unlockSend()
 	}
 	if !cc.failed() { // not closed by this end
-		if cc.drained.Load() && hungUp(err) {
+		if cc.serverDraining.Load() && hungUp(err) {
 			// The server said it was shutting down, and then closed
 			// the connection: the end it announced, not a failure.
 			cc.log.Debug("dispatch: connection closed by the server after its Drain notice", "remote", cc.sock.RemoteAddr(), "err", err)

@@ -57,8 +57,9 @@ func wireOf(v any) transport.Wire {
 	return transport.Wire{}
 }
 
-// shortcuts is the process-local registry: the one piece of package state,
-// since the point is to find a Server of this process by address alone.
+// shortcuts is the process-local registry, package state since the point
+// is to find a Server of this process by address alone. The other piece of
+// package state beside pools is sweep, the quiet sweep (client_reader.go).
 var shortcuts registry
 
 // lookup returns the live entry at k that a client speaking w reaches.

@@ -63,10 +63,10 @@ type serverConn struct {
 	// (sendBounded).
 	batch transport.BatchSender
 
-	// drained is closed when the peer acknowledges the Drain notice: it
+	// drainAcked is closed when the peer acknowledges the Drain notice: it
 	// will send no new call, so closing the connection loses none.
-	drained     chan struct{}
-	drainedOnce sync.Once
+	drainAcked   chan struct{}
+	drainAckOnce sync.Once
 
 	// inline is when the call running on the reading goroutine began
 	// (UnixNano), 0 when none does, handedOn once quietSweep has given
@@ -87,7 +87,7 @@ func (c *serverConn) notifyDrain() bool {
 }
 
 // ackDrained records the peer's acknowledgement of the Drain notice.
-func (c *serverConn) ackDrained() { c.drainedOnce.Do(func() { close(c.drained) }) }
+func (c *serverConn) ackDrained() { c.drainAckOnce.Do(func() { close(c.drainAcked) }) }
 
 // connInfo returns what the connection's calls share of their CallInfo,
 // found on first use.
@@ -139,7 +139,7 @@ func (c *serverConn) run() {
 				c.shedding.Store(false)
 				continue
 			}
-			c.finish()
+			c.teardown()
 			return
 		}
 		if cap(m.Body) > keptBody {
@@ -159,7 +159,7 @@ func (c *serverConn) run() {
 			// Without a sequence number no reply can be matched: the
 			// peer does not speak this protocol.
 			c.srv.opts.logger.Warn("dispatch: closing connection: request without a valid Seq", "remote", c.sock.RemoteAddr(), "seq", seqText)
-			c.finish()
+			c.teardown()
 			return
 		}
 		if _, ok := m.Header[rpcwire.Cancel]; ok {
@@ -174,7 +174,7 @@ func (c *serverConn) run() {
 				ok := c.streamFrame(seq, kind, m)
 				shed(m)
 				if !ok {
-					c.finish()
+					c.teardown()
 					return
 				}
 				continue
@@ -190,15 +190,15 @@ func (c *serverConn) run() {
 				return // the reading was handed on meanwhile
 			}
 			c.srv.work(c)
-			call.run()
+			call.serve()
 			return
 		}
 	}
 }
 
-// finish ends the connection: calls in flight lose their caller, so their
+// teardown ends the connection: calls in flight lose their caller, so their
 // contexts end.
-func (c *serverConn) finish() {
+func (c *serverConn) teardown() {
 	c.cancelAll()
 	c.sock.Close()
 	if c.watchdog != nil {
@@ -313,10 +313,10 @@ func (c *serverConn) refuse(open bool, seqText, name string, e *Error) {
 	c.reply(seqText, name, nil, nil, nil, e)
 }
 
-// run runs the call and sends its reply, on a worker goroutine.
-func (call *serverCall) run() {
+// serve runs the call and sends its reply, on a worker goroutine.
+func (call *serverCall) serve() {
 	if call.stream != nil {
-		call.runStream()
+		call.serveStream()
 		return
 	}
 	c := call.conn

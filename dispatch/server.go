@@ -348,7 +348,7 @@ func (s *Server) serveSocket(sock transport.Socket, wire transport.Wire) bool {
 
 // track registers a connection; s.mu is held.
 func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
-	c := &serverConn{srv: s, sock: sock, wire: wire, calls: make(map[uint64]*serverCall), done: make(chan struct{}), drained: make(chan struct{})}
+	c := &serverConn{srv: s, sock: sock, wire: wire, calls: make(map[uint64]*serverCall), done: make(chan struct{}), drainAcked: make(chan struct{})}
 	c.async, _ = sock.(transport.AsyncSender)
 	c.batch, _ = sock.(transport.BatchSender)
 	c.unwritten, _ = sock.(interface{ Unwritten() int64 })
@@ -482,7 +482,7 @@ func (s *Server) notifyDrain() []chan struct{} {
 			t := time.NewTimer(DrainAckTimeout)
 			defer t.Stop()
 			select {
-			case <-c.drained:
+			case <-c.drainAcked:
 			case <-c.done:
 			case <-t.C:
 			}

@@ -48,14 +48,14 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 				if info != nil {
 					info.Path = PathShortcutDirect
 				}
-				return true, c.finish(ctx, srv, reply, err, ans)
+				return true, c.outcome(ctx, srv, reply, err, ans)
 			}
 		}
 	}
 	if info != nil {
 		info.Path = PathShortcutCopy
 	}
-	return true, c.finish(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply, ans), ans)
+	return true, c.outcome(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply, ans), ans)
 }
 
 // enterShortcut begins a call or stream on the shortcut to srv: it enters
@@ -115,11 +115,11 @@ func (a *answer) deliver(c *capture) {
 	}
 }
 
-// finish applies the rules the network path applies on the caller's side: a
+// outcome applies the rules the network path applies on the caller's side: a
 // context that ended first wins; a Client or Server that stopped meanwhile
 // fails the call, as a closed connection would (stoppedError); a failed call
 // leaves *reply zero.
-func (c *Client) finish(ctx context.Context, srv *Server, reply any, err error, ans *answer) error {
+func (c *Client) outcome(ctx context.Context, srv *Server, reply any, err error, ans *answer) error {
 	if ctx.Err() != nil {
 		err = ctxError(ctx)
 		ans.lost()
@@ -184,14 +184,14 @@ func (c *Client) invoke(ctx context.Context, ent *entry, m *method, path Path, a
 	return e, md
 }
 
-// run runs the call with the handler's own values a and r, and reports
+// runHandler runs the call with the handler's own values a and r, and reports
 // whether the handler returned (false: the caller stopped waiting first; the
-// caller's error is then finish's to choose). When ctx can end, the handler
+// caller's error is then outcome's to choose). When ctx can end, the handler
 // runs on one of the Server's workers while the caller waits for it, for
 // ctx, or for the Client or the Server to stop, so that Call returns then,
 // as it does on the network; the handler's context ends at that moment too,
 // and the handler goes on with values the caller never sees again.
-func (c *Client) run(ctx context.Context, ent *entry, m *method, path Path, a, r any) (*Error, Metadata, bool) {
+func (c *Client) runHandler(ctx context.Context, ent *entry, m *method, path Path, a, r any) (*Error, Metadata, bool) {
 	if ctx.Done() == nil {
 		e, md := c.invoke(ctx, ent, m, path, a, r)
 		return e, md, true
@@ -251,9 +251,9 @@ func (c *Client) direct(ctx context.Context, ent *entry, m *method, args, reply 
 	if m.copyArgs(ha, a) != nil {
 		return false, nil // an interface holding what cannot be copied
 	}
-	e, md, returned := c.run(ctx, ent, m, PathShortcutDirect, ha, hr)
+	e, md, returned := c.runHandler(ctx, ent, m, PathShortcutDirect, ha, hr)
 	if !returned {
-		return true, ErrShutdown // finish puts ctx's error first
+		return true, ErrShutdown // outcome puts ctx's error first
 	}
 	ans.arrive(md)
 	if len(md) > 0 || e != nil {
@@ -340,9 +340,9 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	if e := decodeArgs(cdc, m, body, a); e != nil {
 		return e
 	}
-	e, md, returned := c.run(ctx, ent, m, PathShortcutCopy, a, r)
+	e, md, returned := c.runHandler(ctx, ent, m, PathShortcutCopy, a, r)
 	if !returned {
-		return ErrShutdown // finish puts ctx's error first
+		return ErrShutdown // outcome puts ctx's error first
 	}
 	ans.arrive(md)
 	if e != nil {
@@ -489,7 +489,7 @@ func (c *Client) headersRefused(ctx context.Context, ent *entry, name string) bo
 
 // detachedCall is a shortcut call whose handler runs on a Server worker
 // while the caller waits, so that the caller can stop waiting when its
-// context ends (Client.run). Pooled: a call costs no channel.
+// context ends (Client.runHandler). Pooled: a call costs no channel.
 type detachedCall struct {
 	srv  *Server
 	m    *method

@@ -173,10 +173,10 @@ func (st *serverStream) grant(n int) {
 	}
 }
 
-// runStream runs a stream's handler and sends the end of the stream, on a
+// serveStream runs a stream's handler and sends the end of the stream, on a
 // worker goroutine. The stream counts as a call in flight until its end is
 // written.
-func (call *serverCall) runStream() {
+func (call *serverCall) serveStream() {
 	c, st := call.conn, call.stream
 	defer c.srv.gate.leave()
 	var e *Error
@@ -380,7 +380,7 @@ func (cc *clientConn) writeOpen(ctx context.Context, m *transport.Message) error
 		return err
 	}
 	defer cc.unlockSend()
-	if cc.drained.Load() {
+	if cc.serverDraining.Load() {
 		return errShuttingDown
 	}
 	return cc.writeLocked(ctx, m)

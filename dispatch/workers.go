@@ -2,8 +2,9 @@ package dispatch
 
 import "runtime"
 
-// task is what a worker does: read a connection (*serverConn) or run a call
-// (*serverCall).
+// task is what a worker does: read a connection (*serverConn, which runs
+// the calls it reads itself or hands the reading on), or run a shortcut
+// call's handler (*detachedCall) or a shortcut stream's (*memStream).
 type task interface{ run() }
 
 // maxIdleWorkers bounds the workers kept waiting for tasks; a worker that
