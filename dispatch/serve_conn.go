@@ -313,14 +313,10 @@ func (c *serverConn) refuse(open bool, seqText, name string, e *Error) {
 	c.reply(seqText, name, nil, nil, nil, e)
 }
 
-// serve runs the call and sends its reply, on a worker goroutine.
+// serve runs the call, or the stream's handler, and sends its answer, on
+// a worker goroutine.
 func (call *serverCall) serve() {
-	if call.stream != nil {
-		call.serveStream()
-		return
-	}
-	c := call.conn
-	defer c.srv.gate.leave()
+	defer call.conn.srv.gate.leave()
 	var e *Error
 	returned := false
 	// Deferred, so that a handler that ends its goroutine (runtime.Goexit,
@@ -329,31 +325,40 @@ func (call *serverCall) serve() {
 		if !returned {
 			e = goexitError(call.name)
 		}
-		call.forget()
-		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)
-		c.bytes.Add(-call.size)
-		call.answered()
+		call.answer(e)
 	}()
-	e = c.srv.invoke(call, call.meth, call.args, call.reply)
+	if call.stream != nil {
+		e = call.serveStream()
+	} else {
+		e = call.conn.srv.invoke(call, call.meth, call.args, call.reply)
+	}
 	returned = true
 }
 
-// forget takes the call, or stream, out of its connection's calls before
-// its answer goes out, and ends its context. The Seq is free again: a
-// client may reuse it as soon as it has the answer, and frames for it
-// that arrive later are dropped.
-func (call *serverCall) forget() {
-	c := call.conn
+// answer sends the answer to the call: its reply, or e; for a stream, the
+// end of the stream with e. The Seq is free again before the answer goes
+// out: a client may reuse it as soon as it has the answer, and frames for
+// it that arrive later are dropped. The call counts as in flight until its
+// answer is written.
+func (call *serverCall) answer(e *Error) {
+	c, st := call.conn, call.stream
+	if st != nil {
+		if over := st.overBudget.Load(); over != nil {
+			e = over // the handler's error is the consequence
+		}
+	}
 	c.mu.Lock()
 	delete(c.calls, call.seq)
 	c.mu.Unlock()
 	call.cancel(context.Canceled)
-}
-
-// answered counts the call, or stream, out of those in flight once its
-// answer (a reply, or the end of the stream) is written.
-func (call *serverCall) answered() {
-	c := call.conn
+	if st != nil {
+		st.in.done()
+		st.in.close()
+		c.endStream(call.seqText, call.name, call.sealReply(), e)
+	} else {
+		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)
+		c.bytes.Add(-call.size)
+	}
 	c.mu.Lock()
 	c.inflight--
 	if c.idle != nil {

@@ -173,35 +173,18 @@ func (st *serverStream) grant(n int) {
 	}
 }
 
-// serveStream runs a stream's handler and sends the end of the stream, on a
-// worker goroutine. The stream counts as a call in flight until its end is
+// serveStream runs a stream's handler, for serve, which sends the end of
+// the stream: the stream counts as a call in flight until its end is
 // written.
-func (call *serverCall) serveStream() {
+func (call *serverCall) serveStream() *Error {
 	c, st := call.conn, call.stream
-	defer c.srv.gate.leave()
-	var e *Error
-	returned := false
-	defer func() {
-		if !returned {
-			e = goexitError(call.name)
-		}
-		if over := st.overBudget.Load(); over != nil {
-			e = over // the handler's error is the consequence
-		}
-		call.forget()
-		st.in.done()
-		st.in.close()
-		c.endStream(call.seqText, call.name, call.sealReply(), e)
-		call.answered()
-	}()
 	// The server's window is the first frame it sends on the stream, so
 	// that it precedes every grant (WIRE.md).
 	st.win.Header[rpcwire.Window] = rpcwire.FormatWindow(c.srv.opts.streamWindow)
 	if err := c.sendBounded(&st.win); err != nil {
 		c.sock.Close()
 	}
-	e = c.srv.invokeStream(call, call.meth, st)
-	returned = true
+	return c.srv.invokeStream(call, call.meth, st)
 }
 
 // endHeader returns the header of the end of a stream: the handler's error
