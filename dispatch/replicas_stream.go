@@ -4,6 +4,8 @@ import (
 	"context"
 	"reflect"
 	"sync/atomic"
+
+	"github.com/zerodial/transport/internal/flow"
 )
 
 // openStream opens a stream on one of the replicas. A stream is tried on
@@ -44,7 +46,7 @@ func (r *replica) streamEnded() func(error) {
 // fastStream is Client.fastStream on the replica served by this process,
 // when local-first would choose it: the stream then costs what an
 // iterator costs, as it does on a Client of that one address.
-func (s *replicaSet) fastStream(ctx context.Context, name string, in, out reflect.Type, args any, emit func(item) bool, fail func(error)) bool {
+func (s *replicaSet) fastStream(ctx context.Context, name string, in, out reflect.Type, args any, emit func(flow.Item) bool, fail func(error)) bool {
 	if s.opts.localLimit == 0 {
 		return false
 	}

@@ -352,8 +352,8 @@ func (call *serverCall) answer(e *Error) {
 	c.mu.Unlock()
 	call.cancel(context.Canceled)
 	if st != nil {
-		st.in.done()
-		st.in.close()
+		st.in.Done()
+		st.in.Close()
 		c.endStream(call.seqText, call.name, call.sealReply(), e)
 	} else {
 		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)

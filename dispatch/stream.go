@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/flow"
 )
 
 // Streams. A streaming method, registered with HandleStream, exchanges any
@@ -39,7 +40,7 @@ type callerEnd interface {
 	closeSend() error
 	// next returns the next message from the handler, io.EOF after the
 	// last when the handler succeeded, or why the stream ended.
-	next() (item, error)
+	next() (flow.Item, error)
 	done()       // the caller has finished with the message next returned
 	close()      // Close: cancel the stream unless it has ended; receive no more
 	ended() bool // the handler's end has arrived
@@ -49,7 +50,7 @@ type callerEnd interface {
 // handlerEnd is the handler's half of a stream.
 type handlerEnd interface {
 	send(m any) error // m is a non-nil *Out
-	next() (item, error)
+	next() (flow.Item, error)
 	done() // the handler has finished with the message next returned
 	codec() codec.Codec
 }
@@ -184,9 +185,9 @@ func (s *ServerStream[In, Out]) Send(m *Out) error {
 
 // decodeMsg returns the message of it as a *T: the sender's own value in
 // direct mode, or the body decoded into *buf, zeroed first.
-func decodeMsg[T any](c codec.Codec, buf *T, it item) (*T, error) {
-	if it.ptr != nil {
-		return it.ptr.(*T), nil
+func decodeMsg[T any](c codec.Codec, buf *T, it flow.Item) (*T, error) {
+	if it.Ptr != nil {
+		return it.Ptr.(*T), nil
 	}
 	switch b := any(buf).(type) {
 	case *[]byte:
@@ -197,8 +198,8 @@ func decodeMsg[T any](c codec.Codec, buf *T, it item) (*T, error) {
 		var zero T
 		*buf = zero
 	}
-	if len(it.body) > 0 {
-		if err := c.Unmarshal(it.body, buf); err != nil {
+	if len(it.Body) > 0 {
+		if err := c.Unmarshal(it.Body, buf); err != nil {
 			return nil, err
 		}
 	}
@@ -340,7 +341,7 @@ func CallStream[In, Out any](ctx context.Context, c *Client, name string, args *
 		if ctx != nil && ctx.Done() == nil && len(c.opts.streamInterceptors) == 0 {
 			var out Out
 			cdc := c.opts.codec
-			emit := func(it item) bool {
+			emit := func(it flow.Item) bool {
 				p, err := decodeMsg(cdc, &out, it)
 				if err != nil {
 					yield(nil, decodeReplyError(name, err))
@@ -411,13 +412,13 @@ func failedStream(ctx context.Context, err error) failedEnd {
 	return failedEnd{err}
 }
 
-func (f failedEnd) send(any) error      { return f.err }
-func (f failedEnd) closeSend() error    { return nil }
-func (f failedEnd) next() (item, error) { return item{}, f.err }
-func (f failedEnd) done()               {}
-func (f failedEnd) close()              {}
-func (f failedEnd) ended() bool         { return true }
-func (f failedEnd) codec() codec.Codec  { return codec.Msgpack }
+func (f failedEnd) send(any) error           { return f.err }
+func (f failedEnd) closeSend() error         { return nil }
+func (f failedEnd) next() (flow.Item, error) { return flow.Item{}, f.err }
+func (f failedEnd) done()                    {}
+func (f failedEnd) close()                   {}
+func (f failedEnd) ended() bool              { return true }
+func (f failedEnd) codec() codec.Codec       { return codec.Msgpack }
 
 // invokeStream runs a stream's handler under the panic rule. Every path but
 // CallStream's fast one calls it.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/zerodial/transport/internal/flow"
 )
 
 // StreamInterceptor wraps the life of a stream, on either end
@@ -92,7 +94,7 @@ type endHooked struct {
 	end func(error)
 }
 
-func (h *endHooked) next() (item, error) {
+func (h *endHooked) next() (flow.Item, error) {
 	it, err := h.callerEnd.next()
 	if err != nil {
 		if err == io.EOF {

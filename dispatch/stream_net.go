@@ -9,6 +9,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/flow"
 	"github.com/zerodial/transport/internal/rpcwire"
 )
 
@@ -48,8 +49,8 @@ func keep(b []byte) []byte {
 // network. Its context is its serverCall's.
 type serverStream struct {
 	call *serverCall
-	in   *inbox  // what the caller sends; fed by the connection's reader
-	out  *credit // the caller's window, for what the handler sends
+	in   *flow.Inbox  // what the caller sends; fed by the connection's reader
+	out  *flow.Credit // the caller's window, for what the handler sends
 	msg  transport.Message
 	buf  []byte
 	win  transport.Message // the consumer's window frames
@@ -59,11 +60,11 @@ type serverStream struct {
 }
 
 func newServerStream(call *serverCall, callerWindow int) *serverStream {
-	st := &serverStream{call: call, out: newCredit(callerWindow, true),
+	st := &serverStream{call: call, out: flow.NewCredit(callerWindow, true),
 		msg: transport.Message{Header: map[string]string{rpcwire.Seq: call.seqText, rpcwire.Stream: rpcwire.StreamMsg}},
 		win: transport.Message{Header: map[string]string{rpcwire.Seq: call.seqText, rpcwire.Stream: rpcwire.StreamWindow}}}
 	c := call.conn
-	st.in = newInbox(c.srv.opts.streamWindow, st.grant)
+	st.in = flow.NewInbox(c.srv.opts.streamWindow, st.grant)
 	// What waits in the inbox is held by the server for the peer, as a
 	// request's body is: it counts in the connection's byte budget
 	// (WithMaxBytesPerConn), and a message that takes the connection past
@@ -75,7 +76,7 @@ func newServerStream(call *serverCall, callerWindow int) *serverStream {
 	// the server past it by more than the one message that crossed it.
 	// The measure is held's, a call's admission's: with what the socket
 	// holds unwritten, so that the budget is one ceiling for both.
-	st.in.queued = func(d int) {
+	st.in.Queued = func(d int) {
 		c.bytes.Add(int64(d))
 		if d > 0 && c.held() > c.srv.opts.maxConnBytes {
 			st.exhausted()
@@ -101,12 +102,12 @@ func (st *serverStream) exhausted() {
 		return
 	}
 	st.call.cancel(context.Canceled)
-	st.in.close()
+	st.in.Close()
 }
 
-func (st *serverStream) check() error { return st.call.Err() }
+func (st *serverStream) Check() error { return st.call.Err() }
 
-func (st *serverStream) wait(ch <-chan struct{}) error {
+func (st *serverStream) Wait(ch <-chan struct{}) error {
 	select {
 	case <-ch:
 		return nil
@@ -117,9 +118,9 @@ func (st *serverStream) wait(ch <-chan struct{}) error {
 
 func (st *serverStream) codec() codec.Codec { return st.call.cdc }
 
-func (st *serverStream) next() (item, error) { return st.in.next(st) }
+func (st *serverStream) next() (flow.Item, error) { return st.in.Next(st) }
 
-func (st *serverStream) done() { st.in.done() }
+func (st *serverStream) done() { st.in.Done() }
 
 func (st *serverStream) send(m any) error {
 	if err := st.call.Err(); err != nil {
@@ -130,7 +131,7 @@ func (st *serverStream) send(m any) error {
 		return err
 	}
 	st.buf = keep(body)
-	if err := st.out.acquire(len(body), st); err != nil {
+	if err := st.out.Acquire(len(body), st); err != nil {
 		return err
 	}
 	c := st.call.conn
@@ -147,7 +148,7 @@ func (st *serverStream) send(m any) error {
 	}
 	st.msg.Body = nil
 	if err != nil {
-		st.out.unacquire(len(body))
+		st.out.Unacquire(len(body))
 		if isFrameTooLarge(err) {
 			return msgTooLarge(st.call.name, err)
 		}
@@ -244,14 +245,14 @@ func (c *serverConn) streamFrame(seq uint64, kind string, m *transport.Message) 
 	case st == nil:
 		err = errors.New("a stream frame for a unary call")
 	case kind == rpcwire.StreamMsg:
-		body := append(st.in.buffer(), m.Body...)
-		err = st.in.put(body)
+		body := append(st.in.Buffer(), m.Body...)
+		err = st.in.Put(body)
 	case kind == rpcwire.StreamEnd:
-		st.in.finish(nil)
+		st.in.Finish(nil)
 	case kind == rpcwire.StreamWindow:
 		var n int
 		if n, err = rpcwire.ParseWindow(m.Header[rpcwire.Window]); err == nil {
-			st.out.grant(n)
+			st.out.Grant(n)
 		}
 	default:
 		err = fmt.Errorf("unknown Stream %q", kind)
@@ -270,8 +271,8 @@ type clientStream struct {
 	name    string
 	seq     uint64
 	capture *capture
-	in      *inbox  // what the handler sends; fed by the read loop
-	out     *credit // the handler's window, for what the caller sends
+	in      *flow.Inbox  // what the handler sends; fed by the read loop
+	out     *flow.Credit // the handler's window, for what the caller sends
 	closed  chan struct{}
 	once    sync.Once
 
@@ -304,8 +305,8 @@ type clientStream struct {
 // openStream opens a stream of name on the connection: it takes a Seq from
 // the calls' and sends the open frame, with this end's window.
 func (cc *clientConn) openStream(ctx context.Context, name string, window int) (callerEnd, error) {
-	s := &clientStream{cc: cc, ctx: ctx, name: name, capture: capturesOf(ctx), out: newCredit(0, false), closed: make(chan struct{})}
-	s.in = newInbox(window, s.grant)
+	s := &clientStream{cc: cc, ctx: ctx, name: name, capture: capturesOf(ctx), out: flow.NewCredit(0, false), closed: make(chan struct{})}
+	s.in = flow.NewInbox(window, s.grant)
 	cc.mu.Lock()
 	if err := cc.err; err != nil {
 		cc.mu.Unlock()
@@ -402,10 +403,10 @@ func (cc *clientConn) writeLocked(ctx context.Context, m *transport.Message) err
 	return cc.sendFailed(ctx, err, "")
 }
 
-// check and wait make clientStream a waiter: the caller stops waiting when
+// Check and Wait make clientStream a flow.Waiter: the caller stops waiting when
 // its context ends or it closes the stream. The end of the stream and the
 // connection's failure reach it through the inbox and the credit.
-func (s *clientStream) check() error {
+func (s *clientStream) Check() error {
 	select {
 	case <-s.closed:
 		return ErrStreamDone
@@ -418,7 +419,7 @@ func (s *clientStream) check() error {
 	return nil
 }
 
-func (s *clientStream) wait(ch <-chan struct{}) error {
+func (s *clientStream) Wait(ch <-chan struct{}) error {
 	select {
 	case <-ch:
 		return nil
@@ -446,9 +447,9 @@ func (s *clientStream) ended() bool {
 	return s.remoteEnd
 }
 
-func (s *clientStream) next() (item, error) { return s.in.next(s) }
+func (s *clientStream) next() (flow.Item, error) { return s.in.Next(s) }
 
-func (s *clientStream) done() { s.in.done() }
+func (s *clientStream) done() { s.in.Done() }
 
 // beginWrite reserves the Seq for a frame about to be written, or reports
 // false when the stream can take no more frames; endWrite releases it.
@@ -476,7 +477,7 @@ func (s *clientStream) endWrite() {
 
 // sendError is what Send returns on a stream that can take no more.
 func (s *clientStream) sendError() error {
-	if err := s.check(); err != nil {
+	if err := s.Check(); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -488,7 +489,7 @@ func (s *clientStream) sendError() error {
 }
 
 func (s *clientStream) send(m any) error {
-	if err := s.check(); err != nil {
+	if err := s.Check(); err != nil {
 		return err
 	}
 	if s.halfClosed.Load() {
@@ -499,11 +500,11 @@ func (s *clientStream) send(m any) error {
 		return err
 	}
 	s.buf = keep(body)
-	if err := s.out.acquire(len(body), s); err != nil {
+	if err := s.out.Acquire(len(body), s); err != nil {
 		return err
 	}
 	if !s.beginWrite() {
-		s.out.unacquire(len(body))
+		s.out.Unacquire(len(body))
 		return s.sendError()
 	}
 	s.sendMsg.Header[rpcwire.Stream] = rpcwire.StreamMsg
@@ -516,7 +517,7 @@ func (s *clientStream) send(m any) error {
 	s.sendMsg.Body = nil
 	s.endWrite()
 	if err != nil {
-		s.out.unacquire(len(body))
+		s.out.Unacquire(len(body))
 		if isFrameTooLarge(err) {
 			return msgTooLarge(s.name, err)
 		}
@@ -577,8 +578,8 @@ func (s *clientStream) close() {
 		// context, or is about to, with the error the shortcut gives.
 		s.cancel()
 	}
-	s.in.close()
-	s.out.abort(ErrStreamDone)
+	s.in.Close()
+	s.out.Abort(ErrStreamDone)
 	s.unwatch()
 }
 
@@ -608,11 +609,11 @@ func (s *clientStream) end(err error, md Metadata) {
 	}
 	free := s.writers == 0
 	s.mu.Unlock()
-	s.in.finish(err)
+	s.in.Finish(err)
 	if err == nil {
 		err = ErrStreamDone
 	}
-	s.out.abort(err)
+	s.out.Abort(err)
 	s.unwatch()
 	if free {
 		s.release()
@@ -646,8 +647,8 @@ func (s *clientStream) failed(err error) {
 	s.mu.Lock()
 	s.remoteEnd, s.endErr, s.released = true, err, true
 	s.mu.Unlock()
-	s.in.finish(err)
-	s.out.abort(err)
+	s.in.Finish(err)
+	s.out.Abort(err)
 	s.unwatch()
 }
 
@@ -656,13 +657,13 @@ func (s *clientStream) failed(err error) {
 func (cc *clientConn) streamFrame(s *clientStream, m *transport.Message) error {
 	switch kind := m.Header[rpcwire.Stream]; kind {
 	case rpcwire.StreamMsg:
-		return s.in.put(append(s.in.buffer(), m.Body...))
+		return s.in.Put(append(s.in.Buffer(), m.Body...))
 	case rpcwire.StreamWindow:
 		n, err := rpcwire.ParseWindow(m.Header[rpcwire.Window])
 		if err != nil {
 			return err
 		}
-		s.out.grant(n)
+		s.out.Grant(n)
 	case rpcwire.StreamEnd, "":
 		// "": a unary response to the open frame, from a server that does
 		// not know streams; its Error ends the stream as an end would.

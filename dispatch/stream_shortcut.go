@@ -8,6 +8,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/flow"
 	"github.com/zerodial/transport/internal/frame"
 	"github.com/zerodial/transport/internal/rpcwire"
 )
@@ -160,10 +161,10 @@ type memStream struct {
 	cdc         codec.Codec // the Server's, for the caller's messages and the handler's
 	serverLimit int
 
-	up     *inbox  // caller → handler
-	upCr   *credit // copy mode
-	down   *inbox  // handler → caller
-	downCr *credit // copy mode
+	up     *flow.Inbox  // caller → handler
+	upCr   *flow.Credit // copy mode
+	down   *flow.Inbox  // handler → caller
+	downCr *flow.Credit // copy mode
 
 	closed     chan struct{} // closed by Close
 	once       sync.Once
@@ -178,10 +179,10 @@ type memStream struct {
 func newMemStream(ctx context.Context, c *Client, e *entry, m *method, direct bool, cdc codec.Codec) *memStream {
 	s := newFastStream(ctx, c, e, m, direct, cdc)
 	s.closed = make(chan struct{})
-	s.upCr = newCredit(s.srv.opts.streamWindow, true)
-	s.up = newInbox(s.srv.opts.streamWindow, s.upCr.grant)
-	s.downCr = newCredit(c.opts.streamWindow, true)
-	s.down = newInbox(c.opts.streamWindow, s.downCr.grant)
+	s.upCr = flow.NewCredit(s.srv.opts.streamWindow, true)
+	s.up = flow.NewInbox(s.srv.opts.streamWindow, s.upCr.Grant)
+	s.downCr = flow.NewCredit(c.opts.streamWindow, true)
+	s.down = flow.NewInbox(c.opts.streamWindow, s.downCr.Grant)
 	return s
 }
 
@@ -202,8 +203,8 @@ func (s *memStream) run() {
 			// the caller gets what a lost connection gives, and no end.
 			result = lost
 		}
-		s.up.done()  // a value the handler holds goes back
-		s.up.close() // what it did not take is dropped
+		s.up.Done()  // a value the handler holds goes back
+		s.up.Close() // what it did not take is dropped
 		s.mu.Lock()
 		s.over, s.result = true, result
 		if !s.gaveUp && lost == nil {
@@ -211,11 +212,11 @@ func (s *memStream) run() {
 		}
 		s.mu.Unlock()
 		if result != nil {
-			s.upCr.abort(result)
+			s.upCr.Abort(result)
 		} else {
-			s.upCr.abort(ErrStreamDone)
+			s.upCr.Abort(ErrStreamDone)
 		}
-		s.down.finish(result)
+		s.down.Finish(result)
 		s.hctx.finish()
 		s.srv.gate.leave()
 	}()
@@ -223,10 +224,10 @@ func (s *memStream) run() {
 	returned = true
 }
 
-// check and wait make memStream the caller's waiter: it stops waiting when
+// Check and Wait make memStream the caller's flow.Waiter: it stops waiting when
 // its context ends, when it closes the stream, or when the Client or the
 // Server stops, as a connection would fail.
-func (s *memStream) check() error {
+func (s *memStream) Check() error {
 	select {
 	case <-s.closed:
 		return ErrStreamDone
@@ -243,7 +244,7 @@ func (s *memStream) check() error {
 	return nil
 }
 
-func (s *memStream) wait(ch <-chan struct{}) error {
+func (s *memStream) Wait(ch <-chan struct{}) error {
 	select {
 	case <-ch:
 		return nil
@@ -273,9 +274,9 @@ func (s *memStream) ended() bool {
 	return s.over
 }
 
-func (s *memStream) next() (item, error) { return s.down.next(s) }
+func (s *memStream) next() (flow.Item, error) { return s.down.Next(s) }
 
-func (s *memStream) done() { s.down.done() }
+func (s *memStream) done() { s.down.Done() }
 
 // sendError is what the caller's Send returns once the handler has
 // returned.
@@ -291,13 +292,13 @@ func (s *memStream) sendError(err error) error {
 }
 
 func (s *memStream) send(m any) error {
-	if err := s.check(); err != nil {
+	if err := s.Check(); err != nil {
 		return err
 	}
 	if s.halfClosed {
 		return ErrStreamDone
 	}
-	body, err := encodeMsg(s.c.opts.codec, s.up.buffer(), s.m.name, m)
+	body, err := encodeMsg(s.c.opts.codec, s.up.Buffer(), s.m.name, m)
 	if err != nil {
 		return err
 	}
@@ -308,16 +309,16 @@ func (s *memStream) send(m any) error {
 		s.fail(lost)
 		return lost
 	}
-	if err := s.upCr.acquire(len(body), s); err != nil {
+	if err := s.upCr.Acquire(len(body), s); err != nil {
 		return s.sendError(err)
 	}
-	return s.up.put(body)
+	return s.up.Put(body)
 }
 
 func (s *memStream) closeSend() error {
 	if !s.halfClosed {
 		s.halfClosed = true
-		s.up.finish(nil)
+		s.up.Finish(nil)
 	}
 	return nil
 }
@@ -333,7 +334,7 @@ func (s *memStream) close() {
 	// The context first, so that a handler whose Send fails below finds
 	// it ended.
 	s.hctx.cancel(why)
-	s.down.close()
+	s.down.Close()
 }
 
 // fail ends the stream as a dropped connection would: the caller gets err,
@@ -341,15 +342,15 @@ func (s *memStream) close() {
 func (s *memStream) fail(err error) {
 	s.giveUp()
 	s.hctx.cancel(context.Canceled)
-	s.down.finish(err)
+	s.down.Finish(err)
 }
 
 // memHandler is the handler's side of a memStream.
 type memHandler memStream
 
-func (h *memHandler) check() error { return h.hctx.Err() }
+func (h *memHandler) Check() error { return h.hctx.Err() }
 
-func (h *memHandler) wait(ch <-chan struct{}) error {
+func (h *memHandler) Wait(ch <-chan struct{}) error {
 	select {
 	case <-ch:
 		return nil
@@ -360,18 +361,18 @@ func (h *memHandler) wait(ch <-chan struct{}) error {
 
 func (h *memHandler) codec() codec.Codec { return h.cdc }
 
-func (h *memHandler) next() (item, error) { return h.up.next(h) }
+func (h *memHandler) next() (flow.Item, error) { return h.up.Next(h) }
 
-func (h *memHandler) done() { h.up.done() }
+func (h *memHandler) done() { h.up.Done() }
 
 func (h *memHandler) send(m any) error {
 	if err := h.hctx.Err(); err != nil {
 		return err
 	}
 	if h.direct {
-		return h.down.lend(m, h)
+		return h.down.Lend(m, h, ErrStreamDone)
 	}
-	body, err := encodeMsg(h.cdc, h.down.buffer(), h.m.name, m)
+	body, err := encodeMsg(h.cdc, h.down.Buffer(), h.m.name, m)
 	if err != nil {
 		return err
 	}
@@ -383,19 +384,19 @@ func (h *memHandler) send(m any) error {
 		s.fail(lost)
 		return context.Canceled
 	}
-	if err := h.downCr.acquire(len(body), h); err != nil {
+	if err := h.downCr.Acquire(len(body), h); err != nil {
 		return err
 	}
-	return h.down.put(body)
+	return h.down.Put(body)
 }
 
 // fastEnd is the handler's side of a stream run by fastStream: the one
 // message is the caller's arguments, and Send yields to the caller's range.
 type fastEnd struct {
 	s      *memStream // for its fields; no inbox or credit is used
-	args   item
+	args   flow.Item
 	taken  bool
-	emit   func(item) bool
+	emit   func(flow.Item) bool
 	buf    []byte
 	inEmit bool  // the caller's loop body is running
 	broke  bool  // the caller broke out of its range, or lost is set
@@ -406,12 +407,12 @@ func (f *fastEnd) codec() codec.Codec { return f.s.cdc }
 
 func (f *fastEnd) done() {}
 
-func (f *fastEnd) next() (item, error) {
+func (f *fastEnd) next() (flow.Item, error) {
 	if err := f.s.hctx.Err(); err != nil {
-		return item{}, err
+		return flow.Item{}, err
 	}
 	if f.taken {
-		return item{}, io.EOF
+		return flow.Item{}, io.EOF
 	}
 	f.taken = true
 	return f.args, nil
@@ -423,7 +424,7 @@ func (f *fastEnd) send(m any) error {
 	if err := f.s.hctx.Err(); err != nil {
 		return err
 	}
-	it := item{ptr: m}
+	it := flow.Item{Ptr: m}
 	if !f.s.direct {
 		body, err := encodeMsg(f.s.cdc, f.buf[:0], f.s.m.name, m)
 		if err != nil {
@@ -439,7 +440,7 @@ func (f *fastEnd) send(m any) error {
 			f.s.hctx.cancel(context.Canceled)
 			return context.Canceled
 		}
-		it = item{body: body}
+		it = flow.Item{Body: body}
 	}
 	f.inEmit = true
 	ok := f.emit(it)
@@ -457,7 +458,7 @@ func (f *fastEnd) send(m any) error {
 // there before it starts, so no goroutine, channel or window is needed.
 // Each Send calls emit, the caller's range; fail yields the stream's error.
 // It reports false when the stream must take the ordinary way.
-func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Type, args any, emit func(item) bool, fail func(error)) bool {
+func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Type, args any, emit func(flow.Item) bool, fail func(error)) bool {
 	if c.opts.shortcut == ShortcutOff {
 		return false
 	}
@@ -488,7 +489,7 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 	// Deferred, so that a panic or Goexit of the caller's loop body, which
 	// goes on up through the handler, still ends the call.
 	defer f.s.hctx.finish()
-	f.args.ptr = args
+	f.args.Ptr = args
 	if !direct {
 		body, err := encodeMsg(c.opts.codec, nil, name, args)
 		if err == nil {
@@ -502,7 +503,7 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 			fail(err)
 			return true
 		}
-		f.args = item{body: body}
+		f.args = flow.Item{Body: body}
 	}
 	err := f.invoke()
 	// Here only if the handler returned or panicked: a panic or Goexit of

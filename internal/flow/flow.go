@@ -1,4 +1,4 @@
-package dispatch
+package flow
 
 import (
 	"errors"
@@ -22,8 +22,8 @@ import (
 // always owed a grant. A receiver therefore holds at most w/2 plus one
 // message: bounded by the window and the frame limit, never by the sender.
 
-// errWindow is a peer sending beyond its credit: a protocol error.
-var errWindow = errors.New("dispatch: a stream's peer sent beyond its window")
+// ErrWindow is a peer sending beyond its credit: a protocol error.
+var ErrWindow = errors.New("dispatch: a stream's peer sent beyond its window")
 
 // cost is what a message of n encoded bytes counts against a window: at
 // least 1, so that empty messages are bounded too.
@@ -32,16 +32,16 @@ func cost(n int) int { return max(n, 1) }
 // fits is the sending rule above.
 func fits(out, n, window int) bool { return out+n <= window || out <= window/2 }
 
-// waiter is what a stream's blocking operations wait with: check reports a
+// Waiter is what a stream's blocking operations wait with: check reports a
 // reason to stop now (a context that ended, a stream that is over), and
 // wait blocks until ch fires (nil) or such a reason arises (its error).
-type waiter interface {
-	check() error
-	wait(ch <-chan struct{}) error
+type Waiter interface {
+	Check() error
+	Wait(ch <-chan struct{}) error
 }
 
-// credit is a sender's view of its receiver's window.
-type credit struct {
+// Credit is a sender's view of its receiver's window.
+type Credit struct {
 	mu     sync.Mutex
 	window int  // the receiver's window; 0 until known
 	known  bool // the window has been announced
@@ -50,17 +50,17 @@ type credit struct {
 	wake   chan struct{}
 }
 
-func newCredit(window int, known bool) *credit {
-	return &credit{window: window, known: known, wake: make(chan struct{}, 1)}
+func NewCredit(window int, known bool) *Credit {
+	return &Credit{window: window, known: known, wake: make(chan struct{}, 1)}
 }
 
-// acquire takes credit for n bytes, waiting while the rule says no. It
+// Acquire takes credit for n bytes, waiting while the rule says no. It
 // never queues anything: a sender without credit waits in place, and stops
 // waiting when w says so or the stream ends (abort).
-func (c *credit) acquire(n int, w waiter) error {
+func (c *Credit) Acquire(n int, w Waiter) error {
 	n = cost(n)
 	for {
-		if err := w.check(); err != nil {
+		if err := w.Check(); err != nil {
 			return err
 		}
 		c.mu.Lock()
@@ -75,23 +75,23 @@ func (c *credit) acquire(n int, w waiter) error {
 			return nil
 		}
 		c.mu.Unlock()
-		if err := w.wait(c.wake); err != nil {
+		if err := w.Wait(c.wake); err != nil {
 			return err
 		}
 	}
 }
 
-// unacquire returns credit taken for a message that was not sent after all.
-func (c *credit) unacquire(n int) {
+// Unacquire returns credit taken for a message that was not sent after all.
+func (c *Credit) Unacquire(n int) {
 	c.mu.Lock()
 	c.out = max(c.out-cost(n), 0)
 	c.mu.Unlock()
 	signal(c.wake)
 }
 
-// grant applies a grant of n bytes: the receiver's window if it is the
+// Grant applies a grant of n bytes: the receiver's window if it is the
 // first, bytes returned otherwise.
-func (c *credit) grant(n int) {
+func (c *Credit) Grant(n int) {
 	c.mu.Lock()
 	if !c.known {
 		c.window, c.known = n, true
@@ -102,8 +102,8 @@ func (c *credit) grant(n int) {
 	signal(c.wake)
 }
 
-// abort makes every later acquire fail with err (the first one given).
-func (c *credit) abort(err error) {
+// Abort makes every later acquire fail with err (the first one given).
+func (c *Credit) Abort(err error) {
 	c.mu.Lock()
 	if c.err == nil {
 		c.err = err
@@ -120,35 +120,42 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// item is one message in an inbox: encoded bytes, or, in direct mode, the
+// Item is one message in an inbox: encoded bytes, or, in direct mode, the
 // sender's own value.
-type item struct {
-	body []byte
-	ptr  any
+type Item struct {
+	Body []byte
+	Ptr  any
 	lent bool // ptr is lent: its sender waits until the consumer is done
 }
 
-// maxFreeBuffers bounds the buffers an inbox keeps for reuse.
-const maxFreeBuffers = 8
+// maxFreeBuffers bounds the buffers an inbox keeps for reuse, and
+// keptBody the capacity of each: as dispatch's connection readers keep a
+// body buffer (its keptBody), so that the buffer of a message of megabytes
+// is not pinned for as long as the stream lives.
+const (
+	maxFreeBuffers = 8
+	keptBody       = 64 << 10
+)
 
-// inbox is a receiver's queue. Putting never blocks — the sender's credit
+// Inbox is a receiver's queue. Putting never blocks — the sender's credit
 // has bounded what it may hold — so the reader of a connection can always
 // hand a message on, and one stalled stream holds up nothing else. The
 // consumer returns credit (grant) once it has taken half the window.
 //
 // In direct mode it is a rendezvous instead: the sender lends its value
 // (lend) and waits until the consumer asks for the next message or stops.
-type inbox struct {
+type Inbox struct {
 	mu     sync.Mutex
-	q      []item
+	q      []Item
 	head   int
 	window int
 	held   int // bytes received and not yet returned by a grant
 	taken  int // bytes taken since the last grant
 	grant  func(n int)
-	// queued is told how the bytes waiting in the queue change (the
-	// Server's byte budget of the connection); nil if nobody counts.
-	queued func(delta int)
+	// Queued is told how the bytes waiting in the queue change (the
+	// Server's byte budget of the connection); nil if nobody counts. Set
+	// before the inbox is used.
+	Queued func(delta int)
 	ended  bool  // the sender's side is over: nothing more comes
 	err    error // why: nil for an orderly end
 	stop   bool  // the consumer takes nothing more
@@ -164,13 +171,13 @@ type inbox struct {
 	lentGone bool // the lent value was dropped, never seen by the consumer
 }
 
-func newInbox(window int, grant func(int)) *inbox {
-	return &inbox{window: window, grant: grant, wake: make(chan struct{}, 1), returned: make(chan struct{}, 1)}
+func NewInbox(window int, grant func(int)) *Inbox {
+	return &Inbox{window: window, grant: grant, wake: make(chan struct{}, 1), returned: make(chan struct{}, 1)}
 }
 
-// buffer returns a buffer to encode or copy a message into, reused from the
+// Buffer returns a buffer to encode or copy a message into, reused from the
 // messages consumed.
-func (i *inbox) buffer() []byte {
+func (i *Inbox) Buffer() []byte {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	// Once stopped, a buffer the consumer let go of may still be read by
@@ -183,11 +190,11 @@ func (i *inbox) buffer() []byte {
 	return nil
 }
 
-// put queues an encoded message, which the inbox then owns. It fails with
-// errWindow when the sender has gone beyond the rule of its credit (a
+// Put queues an encoded message, which the inbox then owns. It fails with
+// ErrWindow when the sender has gone beyond the rule of its credit (a
 // peer's protocol error), and drops the message silently once the consumer
 // has stopped or the sender's side has ended.
-func (i *inbox) put(body []byte) error {
+func (i *Inbox) Put(body []byte) error {
 	n := cost(len(body))
 	i.mu.Lock()
 	if i.stop || i.ended {
@@ -196,11 +203,11 @@ func (i *inbox) put(body []byte) error {
 	}
 	if !fits(i.held, n, i.window) {
 		i.mu.Unlock()
-		return errWindow
+		return ErrWindow
 	}
-	i.q = append(i.q, item{body: body})
+	i.q = append(i.q, Item{Body: body})
 	i.held += n
-	queued := i.queued
+	queued := i.Queued
 	i.mu.Unlock()
 	if queued != nil {
 		queued(len(body))
@@ -209,29 +216,29 @@ func (i *inbox) put(body []byte) error {
 	return nil
 }
 
-// lend hands the consumer the sender's own value p and waits until the
+// Lend hands the consumer the sender's own value p and waits until the
 // consumer is done with it: it has asked for the next message, or stopped.
 // A value the consumer has not yet taken is withdrawn when w says stop; one
 // it has taken is waited for regardless, since the consumer may still be
 // reading it (the Borrows contract).
 //
 // A value refused or dropped because the consumer stopped fails with w's
-// reason to stop, ErrStreamDone only if it has none: a consumer stops as
-// its side ends the sender's context (memStream.close), and whether the
-// sender learns it from the stop or from the context — a race between two
-// ready channels — must not change what its Send says (on the network,
-// the context's end is all a sender sees).
-func (i *inbox) lend(p any, w waiter) error {
+// reason to stop, done only if it has none (dispatch's ErrStreamDone): a
+// consumer stops as its side ends the sender's context (memStream.close),
+// and whether the sender learns it from the stop or from the context — a
+// race between two ready channels — must not change what its Send says
+// (on the network, the context's end is all a sender sees).
+func (i *Inbox) Lend(p any, w Waiter, done error) error {
 	i.mu.Lock()
 	if i.stop || i.ended {
 		i.mu.Unlock()
-		return stopped(w)
+		return stopped(w, done)
 	}
-	i.q = append(i.q, item{ptr: p, lent: true})
+	i.q = append(i.q, Item{Ptr: p, lent: true})
 	i.lentGone = false
 	i.mu.Unlock()
 	signal(i.wake)
-	err := w.wait(i.returned)
+	err := w.Wait(i.returned)
 	if err != nil {
 		i.mu.Lock()
 		if i.head < len(i.q) { // not taken yet: withdraw it
@@ -248,23 +255,23 @@ func (i *inbox) lend(p any, w waiter) error {
 	gone := i.lentGone
 	i.mu.Unlock()
 	if gone {
-		return stopped(w)
+		return stopped(w, done)
 	}
 	return nil
 }
 
 // stopped is what a lend the consumer refused or dropped returns: w's
-// reason to stop, or ErrStreamDone.
-func stopped(w waiter) error {
-	if err := w.check(); err != nil {
+// reason to stop, or done.
+func stopped(w Waiter, done error) error {
+	if err := w.Check(); err != nil {
 		return err
 	}
-	return ErrStreamDone
+	return done
 }
 
-// finish ends the sender's side with err (nil: an orderly end) once the
+// Finish ends the sender's side with err (nil: an orderly end) once the
 // consumer has taken what was sent before.
-func (i *inbox) finish(err error) {
+func (i *Inbox) Finish(err error) {
 	i.mu.Lock()
 	if !i.ended {
 		i.ended, i.err = true, err
@@ -273,19 +280,19 @@ func (i *inbox) finish(err error) {
 	signal(i.wake)
 }
 
-// next returns the next message, io.EOF once the sender's side has ended in
+// Next returns the next message, io.EOF once the sender's side has ended in
 // order, or the error it ended with; w may stop the wait first. The body of
 // the message returned before is reused from here on.
-func (i *inbox) next(w waiter) (item, error) {
-	i.done()
+func (i *Inbox) Next(w Waiter) (Item, error) {
+	i.Done()
 	for {
-		if err := w.check(); err != nil {
-			return item{}, err
+		if err := w.Check(); err != nil {
+			return Item{}, err
 		}
 		i.mu.Lock()
 		if i.head < len(i.q) {
 			it := i.q[i.head]
-			i.q[i.head] = item{}
+			i.q[i.head] = Item{}
 			if i.head++; i.head == len(i.q) {
 				i.q, i.head = i.q[:0], 0
 			}
@@ -293,18 +300,18 @@ func (i *inbox) next(w waiter) (item, error) {
 			if it.lent {
 				i.lending = true
 			} else {
-				n = cost(len(it.body))
+				n = cost(len(it.Body))
 				i.taken += n
 				if i.taken >= max(i.window/2, 1) {
 					grant, i.taken = i.taken, 0
 					i.held -= grant
 				}
-				i.cur = it.body
+				i.cur = it.Body
 			}
-			queued := i.queued
+			queued := i.Queued
 			i.mu.Unlock()
 			if queued != nil && !it.lent {
-				queued(-len(it.body))
+				queued(-len(it.Body))
 			}
 			if grant > 0 && i.grant != nil {
 				i.grant(grant)
@@ -317,18 +324,18 @@ func (i *inbox) next(w waiter) (item, error) {
 			if err == nil {
 				err = io.EOF
 			}
-			return item{}, err
+			return Item{}, err
 		}
 		i.mu.Unlock()
-		if err := w.wait(i.wake); err != nil {
-			return item{}, err
+		if err := w.Wait(i.wake); err != nil {
+			return Item{}, err
 		}
 	}
 }
 
-// done says the consumer has finished with the message next returned last:
+// Done says the consumer has finished with the message next returned last:
 // a lent value goes back to its sender, a body to the free buffers.
-func (i *inbox) done() {
+func (i *Inbox) Done() {
 	i.mu.Lock()
 	lent := i.lending
 	i.lending = false
@@ -342,11 +349,11 @@ func (i *inbox) done() {
 	}
 }
 
-// close says the consumer takes nothing more: a value lent and not yet
+// Close says the consumer takes nothing more: a value lent and not yet
 // taken is dropped (its sender's lend fails), and later messages are
 // discarded. A value the consumer holds stays lent until it calls done:
 // close may come from another goroutine while the consumer still reads it.
-func (i *inbox) close() {
+func (i *Inbox) Close() {
 	i.mu.Lock()
 	i.stop = true
 	dropped, lentDropped := 0, false
@@ -354,14 +361,14 @@ func (i *inbox) close() {
 		if it.lent {
 			lentDropped = true
 		} else {
-			dropped += len(it.body)
+			dropped += len(it.Body)
 		}
 	}
 	i.q, i.head, i.free = nil, 0, nil
 	if lentDropped {
 		i.lentGone = true
 	}
-	queued := i.queued
+	queued := i.Queued
 	i.mu.Unlock()
 	if queued != nil && dropped > 0 {
 		queued(-dropped)
