@@ -1,3 +1,23 @@
+// Package flow is the flow control of dispatch's streams (WIRE.md,
+// "Streams"). Each direction of a stream has a receiver with a window, in
+// bytes of encoded messages, and a sender holding credit against it: an
+// Inbox and a Credit. The same two pieces serve every path: on the network
+// the receiver's grants travel as window frames and the connection's reader
+// feeds the inbox; on the shortcut in copy mode they are calls between the
+// two halves; in direct mode the inbox is a rendezvous (Inbox.Lend).
+//
+// The rule that makes a sender wait, and keeps windows from deadlocking:
+// with o bytes outstanding (sent and not yet returned) and a window w, a
+// message of n bytes may go when o+n <= w, or when o <= w/2. The second
+// clause is what lets a message larger than the window (or than half of
+// it) through, and it is what keeps batched grants from deadlocking: the
+// receiver returns credit once it has consumed half its window, so a
+// sender blocked with more than half outstanding is always owed a grant.
+// A receiver therefore holds at most w/2 plus one message: bounded by the
+// window and the frame limit, never by the sender.
+//
+// Nothing here blocks but Acquire, Lend and Next, and each waits with a
+// Waiter, the stream end's own reasons to stop (its context, its Close).
 package flow
 
 import (
@@ -6,22 +26,6 @@ import (
 	"sync"
 )
 
-// Flow control of streams (WIRE.md, "Streams"). Each direction of a stream
-// has a receiver with a window, in bytes of encoded messages, and a sender
-// holding credit against it. The same two pieces serve every path: on the
-// network the receiver's grants travel as window frames and the reader
-// feeds the inbox; on the shortcut in copy mode they are calls between the
-// two halves.
-//
-// The rule that makes a sender wait: with o bytes outstanding (sent and not
-// yet returned) and a window w, a message of n bytes may go when o+n <= w,
-// or when o <= w/2. The second clause is what lets a message larger than
-// the window (or than half of it) through, and it is what keeps batched
-// grants from deadlocking: the receiver returns credit once it has consumed
-// half its window, so a sender blocked with more than half outstanding is
-// always owed a grant. A receiver therefore holds at most w/2 plus one
-// message: bounded by the window and the frame limit, never by the sender.
-
 // ErrWindow is a peer sending beyond its credit: a protocol error.
 var ErrWindow = errors.New("dispatch: a stream's peer sent beyond its window")
 
@@ -29,12 +33,12 @@ var ErrWindow = errors.New("dispatch: a stream's peer sent beyond its window")
 // least 1, so that empty messages are bounded too.
 func cost(n int) int { return max(n, 1) }
 
-// fits is the sending rule above.
+// fits is the sending rule of the package doc.
 func fits(out, n, window int) bool { return out+n <= window || out <= window/2 }
 
-// Waiter is what a stream's blocking operations wait with: check reports a
+// Waiter is what a stream's blocking operations wait with: Check reports a
 // reason to stop now (a context that ended, a stream that is over), and
-// wait blocks until ch fires (nil) or such a reason arises (its error).
+// Wait blocks until ch fires (nil) or such a reason arises (its error).
 type Waiter interface {
 	Check() error
 	Wait(ch <-chan struct{}) error
@@ -50,13 +54,17 @@ type Credit struct {
 	wake   chan struct{}
 }
 
+// NewCredit returns a sender's credit against a window of window bytes;
+// known is false when the receiver announces its window later, with the
+// first Grant; until then the rule holds against a window of 0: one
+// message, of any size, may be outstanding.
 func NewCredit(window int, known bool) *Credit {
 	return &Credit{window: window, known: known, wake: make(chan struct{}, 1)}
 }
 
 // Acquire takes credit for n bytes, waiting while the rule says no. It
 // never queues anything: a sender without credit waits in place, and stops
-// waiting when w says so or the stream ends (abort).
+// waiting when w says so or the stream ends (Abort).
 func (c *Credit) Acquire(n int, w Waiter) error {
 	n = cost(n)
 	for {
@@ -102,7 +110,7 @@ func (c *Credit) Grant(n int) {
 	signal(c.wake)
 }
 
-// Abort makes every later acquire fail with err (the first one given).
+// Abort makes every later Acquire fail with err (the first one given).
 func (c *Credit) Abort(err error) {
 	c.mu.Lock()
 	if c.err == nil {
@@ -125,7 +133,7 @@ func signal(ch chan struct{}) {
 type Item struct {
 	Body []byte
 	Ptr  any
-	lent bool // ptr is lent: its sender waits until the consumer is done
+	lent bool // Ptr is lent: its sender waits until the consumer is done
 }
 
 // maxFreeBuffers bounds the buffers an inbox keeps for reuse, and
@@ -143,7 +151,7 @@ const (
 // consumer returns credit (grant) once it has taken half the window.
 //
 // In direct mode it is a rendezvous instead: the sender lends its value
-// (lend) and waits until the consumer asks for the next message or stops.
+// (Lend) and waits until the consumer asks for the next message or stops.
 type Inbox struct {
 	mu     sync.Mutex
 	q      []Item
@@ -171,6 +179,8 @@ type Inbox struct {
 	lentGone bool // the lent value was dropped, never seen by the consumer
 }
 
+// NewInbox returns a receiver's queue for a window of window bytes; grant
+// is how the consumer returns credit to the sender (nil: not returned).
 func NewInbox(window int, grant func(int)) *Inbox {
 	return &Inbox{window: window, grant: grant, wake: make(chan struct{}, 1), returned: make(chan struct{}, 1)}
 }
@@ -260,7 +270,7 @@ func (i *Inbox) Lend(p any, w Waiter, done error) error {
 	return nil
 }
 
-// stopped is what a lend the consumer refused or dropped returns: w's
+// stopped is what a Lend the consumer refused or dropped returns: w's
 // reason to stop, or done.
 func stopped(w Waiter, done error) error {
 	if err := w.Check(); err != nil {
@@ -333,7 +343,7 @@ func (i *Inbox) Next(w Waiter) (Item, error) {
 	}
 }
 
-// Done says the consumer has finished with the message next returned last:
+// Done says the consumer has finished with the message Next returned last:
 // a lent value goes back to its sender, a body to the free buffers.
 func (i *Inbox) Done() {
 	i.mu.Lock()
@@ -350,9 +360,9 @@ func (i *Inbox) Done() {
 }
 
 // Close says the consumer takes nothing more: a value lent and not yet
-// taken is dropped (its sender's lend fails), and later messages are
-// discarded. A value the consumer holds stays lent until it calls done:
-// close may come from another goroutine while the consumer still reads it.
+// taken is dropped (its sender's Lend fails), and later messages are
+// discarded. A value the consumer holds stays lent until it calls Done:
+// Close may come from another goroutine while the consumer still reads it.
 func (i *Inbox) Close() {
 	i.mu.Lock()
 	i.stop = true
