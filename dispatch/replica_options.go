@@ -191,7 +191,8 @@ func WithReplicaCheck(check ReplicaCheck, d time.Duration) ClientOption {
 // (their connection failed mid-call), as gRPC's retry throttling does: a
 // Client of replicas holds Max tokens; each such failed call takes one,
 // each successful call gives back Ratio; a retry is made only while more
-// than half the tokens are left. A call that cannot have reached a handler
+// than half the tokens are left after the failed call's own take (calls
+// that fail together are each judged on what their take left). A call that cannot have reached a handler
 // (a refused dial, an admission refusal, a Server shutting down) takes
 // none: its retry is free, as gRPC's transparent retries are, and made at
 // most once on each replica.

@@ -372,7 +372,7 @@ func (s *replicaSet) try(ctx context.Context, idempotent bool, attempt func(r *r
 		case retryNever:
 			return err
 		case retryIfIdempotent:
-			if !idempotent || !s.budget.allow() {
+			if !idempotent {
 				return err
 			}
 		}
@@ -391,14 +391,15 @@ func (s *replicaSet) attempt(ctx context.Context, r *replica, name string, args,
 type retryKind int
 
 const (
-	retryNever        retryKind = iota // the handler answered, or the caller gave up
-	retryIfIdempotent                  // the call may have reached a handler
+	retryNever        retryKind = iota // the handler answered, the caller gave up, or the budget is spent
+	retryIfIdempotent                  // the call may have reached a handler, and the budget allows
 	retryAlways                        // the call cannot have reached a handler
 )
 
 // outcome records how an attempt on r, begun at begun, went and says
 // whether the call may be tried on another replica. Only a failure that
-// may have reached a handler takes from the retry budget: the retry of one
+// may have reached a handler takes from the retry budget, and may be
+// retried only if the tokens its own take left allow it: the retry of one
 // that cannot have is free (as gRPC's transparent retries are), and at
 // most one on each replica.
 func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
@@ -433,8 +434,11 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 		return retryNever
 	}
 	// The connection failed with the call on it.
-	s.budget.failed()
+	allowed := s.budget.failed()
 	s.failed(r, begun, false)
+	if !allowed {
+		return retryNever
+	}
 	return retryIfIdempotent
 }
 
@@ -469,11 +473,18 @@ func (b *retryBudget) init(c RetryBudget) {
 	b.tokens.Store(b.max)
 }
 
-func (b *retryBudget) failed() {
+// failed takes a token for a failed call and reports whether its retry may
+// be made: more than half the tokens are left after its take. Taking and
+// judging are one step, so that calls failing together are judged on the
+// tokens each left, not on what the others took meanwhile: of N calls that
+// fail together on a full budget, the first ⌈Max/2⌉−1 are retried, however
+// their failures interleave.
+func (b *retryBudget) failed() (retry bool) {
 	for {
 		t := b.tokens.Load()
-		if t <= 0 || b.tokens.CompareAndSwap(t, max(t-1000, 0)) {
-			return
+		left := max(t-1000, 0)
+		if t <= 0 || b.tokens.CompareAndSwap(t, left) {
+			return left > b.max/2
 		}
 	}
 }
@@ -486,10 +497,6 @@ func (b *retryBudget) succeeded() {
 		}
 	}
 }
-
-// allow reports whether a retry may be made: more than half the tokens
-// are left.
-func (b *retryBudget) allow() bool { return b.tokens.Load() > b.max/2 }
 
 // checkLoop runs the ReplicaCheck on every replica every checkEvery.
 func (s *replicaSet) checkLoop() {

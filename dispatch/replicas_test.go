@@ -237,9 +237,10 @@ type nopSocket struct{ transport.Socket }
 
 // pushResolver reports what the test pushes.
 type pushResolver struct {
-	mu     sync.Mutex
-	report func([]string, error)
-	first  []string
+	mu      sync.Mutex
+	report  func([]string, error)
+	first   []string
+	refresh func() // called by Refresh, if set
 }
 
 func (p *pushResolver) Resolve(_ string, report func([]string, error)) (resolver.Watch, error) {
@@ -258,7 +259,21 @@ func (p *pushResolver) push(addrs []string, err error) {
 	}
 }
 
-func (p *pushResolver) Refresh() {}
+// setRefresh makes Refresh call f.
+func (p *pushResolver) setRefresh(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refresh = f
+}
+
+func (p *pushResolver) Refresh() {
+	p.mu.Lock()
+	f := p.refresh
+	p.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
 
 func (p *pushResolver) Close() error {
 	p.mu.Lock()
@@ -844,6 +859,51 @@ func TestRefusalsLeaveTheRetryBudget(t *testing.T) {
 			lost++
 		}
 	}
+	assert.Equal(t, 1, ok, "calls retried")
+	assert.Equal(t, 2, lost, "calls the budget did not retry")
+}
+
+// Calls that fail together are each judged on the tokens their own failure
+// left, however their failures interleave. The resolver's Refresh, which a
+// call makes when its connection fails, returns only once all three calls
+// have failed: every call's take is made before any later step, as a busy
+// machine's scheduler may order them. A budget of 4 still retries the first
+// of 3 (a judgement made after the others' takes would retry none).
+func TestCallsFailingTogetherAreJudgedOnTheirOwnTakes(t *testing.T) {
+	m := mux.New()
+	defer m.Close()
+	f := newFleet(t, m, 2, loopback)
+	r := &pushResolver{first: f.addrs}
+	c, err := dispatch.Dial(t.Context(), m, "svc", dispatch.WithResolver(r), dispatch.WithIdempotent("Who.Am"),
+		dispatch.WithRetryBudget(dispatch.RetryBudget{Max: 4, Ratio: 0}))
+	require.NoError(t, err)
+	defer c.Close()
+
+	wait := hold(t, t.Context(), f, r, c, 0, 3, "Who.Am")
+	var failed atomic.Int64
+	all := make(chan struct{})
+	r.setRefresh(func() {
+		if failed.Add(1) == 3 {
+			close(all)
+		}
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	r.push(f.addrs, nil)
+	f.kill(0)
+	close(f.gate) // the retry is not held
+	var ok, lost int
+	for _, err := range wait() {
+		if err == nil {
+			ok++
+		} else {
+			assert.ErrorIs(t, err, dispatch.ErrShutdown)
+			lost++
+		}
+	}
+	assert.EqualValues(t, 3, failed.Load(), "calls failed mid-call")
 	assert.Equal(t, 1, ok, "calls retried")
 	assert.Equal(t, 2, lost, "calls the budget did not retry")
 }
