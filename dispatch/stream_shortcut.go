@@ -173,7 +173,8 @@ type memStream struct {
 	mu     sync.Mutex
 	over   bool // the handler has returned
 	result error
-	gaveUp bool // the caller stopped before the end: no capture
+	gaveUp bool  // the caller stopped before the end: no capture
+	lost   error // set by fail: the stream's end, whatever the handler returns
 }
 
 func newMemStream(ctx context.Context, c *Client, e *entry, m *method, direct bool, cdc codec.Codec) *memStream {
@@ -206,6 +207,11 @@ func (s *memStream) run() {
 		s.up.Done()  // a value the handler holds goes back
 		s.up.Close() // what it did not take is dropped
 		s.mu.Lock()
+		if s.lost != nil {
+			// The connection was lost first (fail): the handler's
+			// result is only its context's end, which the loss caused.
+			result, lost = s.lost, s.lost
+		}
 		s.over, s.result = true, result
 		if !s.gaveUp && lost == nil {
 			capturesOf(s.ctx).deliver(md) // before the caller can see the end
@@ -339,10 +345,19 @@ func (s *memStream) close() {
 
 // fail ends the stream as a dropped connection would: the caller gets err,
 // which matches ErrShutdown and says why, and the handler's context ends.
+// err is recorded, and the caller's side ended with it, before the
+// handler's context ends: a handler that returns for that end (its Recv
+// failing) must not end the stream with context.Canceled first, which the
+// network's caller never sees — its stream ends with the connection.
 func (s *memStream) fail(err error) {
-	s.giveUp()
-	s.hctx.cancel(context.Canceled)
+	s.mu.Lock()
+	s.gaveUp = true
+	if s.lost == nil {
+		s.lost = err
+	}
+	s.mu.Unlock()
 	s.down.Finish(err)
+	s.hctx.cancel(context.Canceled)
 }
 
 // memHandler is the handler's side of a memStream.
