@@ -43,6 +43,13 @@ type serverConn struct {
 	// (frame.Socket's Unwritten): the copies of replies queued behind a
 	// write that has not finished, whose senders have let go of them.
 	unwritten interface{ Unwritten() int64 }
+	// written is sock's WaitWritten, when it has one (frame.Socket's):
+	// a graceful Shutdown waits for it before closing the connection,
+	// since closing drops the frames still queued — a stream's end queued
+	// behind a write under way, say (flushed).
+	written interface {
+		WaitWritten(ctx context.Context) error
+	}
 
 	// watchdog closes the connection when its replies stop going out
 	// (WithReplyTimeout); nil when the timeout is off.
@@ -84,6 +91,26 @@ type serverConn struct {
 // Drain); false if the notice could not be sent.
 func (c *serverConn) notifyDrain() bool {
 	return c.sendBounded(&transport.Message{Header: map[string]string{rpcwire.Drain: ""}}) == nil
+}
+
+// flushed waits until the frames the connection has queued on its socket
+// are written, before a graceful Shutdown closes it: an answer queued
+// behind a write under way (sendBounded's Queue, a stream's SendAsync)
+// has left its call, and the gate, before it is out. The reply timeout
+// bounds the wait, as it bounds a reply's Send: a peer that stops reading
+// has the connection closed. It returns ctx's error if ctx ends first.
+func (c *serverConn) flushed(ctx context.Context) error {
+	if c.written == nil {
+		return nil // the socket's Send has written what it took
+	}
+	if w := c.watchdog; w != nil {
+		w.begin()
+		defer w.end()
+	}
+	if err := c.written.WaitWritten(ctx); ctx.Err() != nil {
+		return err
+	}
+	return nil // a failed write has closed the connection: nothing to wait for
 }
 
 // ackDrained records the peer's acknowledgement of the Drain notice.

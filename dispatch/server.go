@@ -352,6 +352,9 @@ func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
 	c.async, _ = sock.(transport.AsyncSender)
 	c.batch, _ = sock.(transport.BatchSender)
 	c.unwritten, _ = sock.(interface{ Unwritten() int64 })
+	c.written, _ = sock.(interface {
+		WaitWritten(ctx context.Context) error
+	})
 	_, c.inlineOK = sock.(transport.FrameWaiter)
 	if d := s.opts.replyTimeout; d > 0 {
 		c.watchdog = newReplyWatchdog(d, c.stalled)
@@ -377,10 +380,11 @@ func (s *Server) untrack(c *serverConn) {
 // and streams in flight to finish or for ctx to end, and then closes every
 // connection (a later call then meets a closed listener, on every path).
 // Each connection's peer is told at once that the Server is draining
-// (WIRE.md, Drain), and the connection is closed only once the peer has
-// promised to send no new call (or after DrainAckTimeout), so that no call
-// is lost in a closing connection: each is answered or refused, which a
-// Client of replicas retries elsewhere.
+// (WIRE.md, Drain), and the connection is closed only once the answers
+// are written (a stream's end too, though queued behind another write)
+// and the peer has promised to send no new call (or after
+// DrainAckTimeout), so that no call is lost in a closing connection: each
+// is answered or refused, which a Client of replicas retries elsewhere.
 //
 // The functions given to RegisterOnShutdown are started as Shutdown
 // begins, and Shutdown returns only once they have returned too: a
@@ -400,6 +404,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.gate.wait(ctx)
 	if err == nil {
 		err = waitAll(ctx, acks)
+	}
+	if err == nil {
+		// The last answers may still be queued on their sockets.
+		err = s.flushConns(ctx)
 	}
 	if err != nil {
 		s.stop()
@@ -464,12 +472,7 @@ const DrainAckTimeout = time.Second
 // to wait for: a channel per connection, closed when its peer has
 // acknowledged or the connection has ended or the notice could not go.
 func (s *Server) notifyDrain() []chan struct{} {
-	s.mu.Lock()
-	cs := make([]*serverConn, 0, len(s.conns))
-	for c := range s.conns {
-		cs = append(cs, c)
-	}
-	s.mu.Unlock()
+	cs := s.connList()
 	acks := make([]chan struct{}, 0, len(cs))
 	for _, c := range cs {
 		ack := make(chan struct{})
@@ -606,14 +609,30 @@ func (s *Server) stopAccepting() {
 	}
 }
 
-func (s *Server) closeConns() {
+// flushConns waits until every connection has written what it queued
+// (serverConn.flushed), or ctx ends.
+func (s *Server) flushConns(ctx context.Context) error {
+	for _, c := range s.connList() {
+		if err := c.flushed(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// connList returns the connections being served now.
+func (s *Server) connList() []*serverConn {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	cs := make([]*serverConn, 0, len(s.conns))
 	for c := range s.conns {
 		cs = append(cs, c)
 	}
-	s.mu.Unlock()
-	for _, c := range cs {
+	return cs
+}
+
+func (s *Server) closeConns() {
+	for _, c := range s.connList() {
 		c.sock.Close()
 	}
 }

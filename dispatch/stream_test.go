@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/internal/frame"
 	"github.com/zerodial/transport/memory"
 )
 
@@ -688,6 +690,62 @@ func TestStreamShutdownAndClose(t *testing.T) {
 			assert.Equal(t, "context canceled", handlerSaid(t, pr))
 		})
 	}
+}
+
+// lingeringConn is a net.Conn whose every Write, its bytes sent, returns
+// only after a while: to its socket's send queue a write stays under way
+// long after its peer has read it, so that frames queued meanwhile wait
+// behind it.
+type lingeringConn struct {
+	net.Conn
+	linger time.Duration
+}
+
+func (c lingeringConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	time.Sleep(c.linger)
+	return n, err
+}
+
+// A graceful Shutdown closes a connection only once what it queued is
+// written: the end of a stream in flight, queued behind the write of the
+// stream's last message (still under way when the handler returns and the
+// gate counts no call), reaches the caller, and the stream ends cleanly
+// rather than with the connection closed under it.
+func TestStreamShutdownWritesQueuedEnd(t *testing.T) {
+	srv, _ := streamServer(t)
+	a, b := net.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.ServeSocket(frame.NewSocket(lingeringConn{Conn: a, linger: 100 * time.Millisecond}, 1<<20))
+	}()
+	c, err := dispatch.NewClient(frame.NewSocket(b, 1<<20))
+	require.NoError(t, err)
+	defer c.Close()
+	s, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Echo")
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&Num{1}))
+	next, stop := iter.Pull2(s.Recv())
+	defer stop()
+	m, err, _ := next()
+	require.NoError(t, err)
+	require.Equal(t, 1, m.N)
+
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(context.Background()) }()
+	quiet(t, shut, "Shutdown with a stream in flight")
+	require.NoError(t, s.Send(&Num{2}))
+	m, err, _ = next()
+	require.NoError(t, err)
+	require.Equal(t, 2, m.N)
+	// The handler's echo of 2 is being written still (lingering): the
+	// end it sends on returning queues behind it.
+	require.NoError(t, s.CloseSend())
+	_, err, ok := next()
+	assert.False(t, ok, "the stream ends: %v", err)
+	require.NoError(t, recv(t, shut, 5*time.Second, "Shutdown"))
+	<-served
 }
 
 // A peer that sends beyond the window it was granted breaks the protocol:

@@ -188,3 +188,53 @@ func TestSendBoundedBehindBlockedWrite(t *testing.T) {
 	}
 	assert.Zero(t, sa.Unwritten(), "what was queued is dropped with the socket")
 }
+
+// WaitWritten returns only once the frames queued behind a write under way
+// have been written: while the peer reads nothing it waits (until its ctx
+// ends, and the frames stay queued), and once the peer reads, it returns
+// nil with every frame delivered. A write that fails meanwhile is its
+// error. Close drops what is queued; this is what an owner waits for first.
+func TestWaitWrittenQueuedBehindWrite(t *testing.T) {
+	a, b := net.Pipe() // no buffer: a write waits until the peer reads
+	sa, sb := NewSocket(a, 1<<20), NewSocket(b, 1<<20)
+	t.Cleanup(func() { sa.Close(); sb.Close() })
+	require.NoError(t, sa.WaitWritten(context.Background()), "nothing taken: nothing to wait for")
+
+	require.NoError(t, sa.SendAsync(&transport.Message{Header: map[string]string{"n": "1"}}))
+	flush, err := sa.Queue(&transport.Message{Header: map[string]string{"n": "2"}})
+	require.NoError(t, err)
+	require.False(t, flush, "the second frame waits behind the first's write")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, sa.WaitWritten(ctx), context.DeadlineExceeded, "the peer has read nothing")
+	assert.Positive(t, sa.Unwritten(), "still queued, not dropped")
+
+	got := make(chan []string, 1)
+	go func() {
+		var ns []string
+		var m transport.Message
+		for range 2 {
+			if sb.Recv(&m) != nil {
+				break
+			}
+			ns = append(ns, m.Header["n"])
+		}
+		got <- ns
+	}()
+	require.NoError(t, sa.WaitWritten(context.Background()))
+	assert.Zero(t, sa.Unwritten())
+	assert.Equal(t, []string{"1", "2"}, <-got)
+
+	// A write that fails ends the wait with its error.
+	require.NoError(t, sa.SendAsync(&transport.Message{Header: map[string]string{"n": "3"}}))
+	done := make(chan error, 1)
+	go func() { done <- sa.WaitWritten(context.Background()) }()
+	sb.Close()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitWritten did not return when the write failed")
+	}
+}

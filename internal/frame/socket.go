@@ -237,6 +237,36 @@ func (s *Socket) Flush(ctx context.Context) error {
 	return err
 }
 
+// WaitWritten waits until the frames the socket has taken — sent,
+// queued by SendAsync or Queue — are written: no write is under way and
+// none waits. It returns the error of a write that failed meanwhile (the
+// socket is closed then), or ctx's error if ctx ends first; it closes
+// nothing itself. A frame queued behind a write under way goes out only
+// when that write ends, so an owner that means to close the socket once
+// its last frames are out (dispatch's graceful Shutdown) waits here
+// first: Close drops what is still queued.
+func (s *Socket) WaitWritten(ctx context.Context) error {
+	q := &s.q
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		q.cond.Broadcast()
+		q.mu.Unlock()
+	})
+	defer stop()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.busy && q.err == nil && ctx.Err() == nil {
+		q.cond.Wait()
+	}
+	if q.err != nil {
+		return q.err
+	}
+	if q.busy {
+		return ctx.Err()
+	}
+	return nil
+}
+
 // longAgo is a deadline in the past, to interrupt a blocked write.
 var longAgo = time.Unix(1, 0)
 
