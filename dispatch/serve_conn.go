@@ -384,8 +384,8 @@ func (call *serverCall) answer(e *Error) {
 		c.endStream(call.seqText, call.name, call.sealReply(), e)
 	} else {
 		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)
-		c.bytes.Add(-call.size)
 	}
+	c.bytes.Add(-call.size) // a request's body, or an open frame's (which has none but may)
 	c.mu.Lock()
 	c.inflight--
 	if c.idle != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/internal/conntest"
 	"github.com/zerodial/transport/tcp"
@@ -159,4 +160,56 @@ func TestStreamInboxCountsUnwritten(t *testing.T) {
 		send(map[string]string{"Seq": "1", "Stream": "msg"}, make([]byte, inbox/4))
 	}
 	recv(t, ended, waitLong, "the stream whose inbox took the connection past its budget to end")
+}
+
+// An open frame with a body (WIRE.md says it has none; the body is
+// ignored) counts in the connection's byte budget while its stream is open,
+// and no longer once it has ended: a peer that opens such streams one after
+// the other does not raise the connection's count for good, to be refused
+// calls within the budget later. With one stream kept open, so that
+// admission checks the count (one call is always admitted).
+func TestStreamOpenBodyLeavesTheBudget(t *testing.T) {
+	const budget = 100_000
+	srv := dispatch.NewServer(dispatch.WithMaxBytesPerConn(budget))
+	require.NoError(t, dispatch.HandleStream(srv, "B.Hold", func(ctx context.Context, s *dispatch.ServerStream[int, int]) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}))
+	require.NoError(t, dispatch.HandleStream(srv, "B.Done", func(ctx context.Context, s *dispatch.ServerStream[int, int]) error {
+		return nil
+	}))
+	require.NoError(t, dispatch.Handle(srv, "B.Len", func(ctx context.Context, args *[]byte, reply *int) error {
+		*reply = len(*args)
+		return nil
+	}))
+	sock := fuzzServe(t, srv)
+	send := func(h map[string]string, body []byte) {
+		require.NoError(t, sock.Send(&transport.Message{Header: h, Body: body}))
+	}
+	// until reads the frames the server sends until the one of seq that ok
+	// accepts, and returns it.
+	until := func(seq string, ok func(transport.Message) bool) transport.Message {
+		for {
+			var m transport.Message
+			require.NoError(t, sock.Recv(&m))
+			if m.Header["Seq"] == seq && ok(m) {
+				return m
+			}
+		}
+	}
+	send(map[string]string{"Service-Method": "B.Hold", "Seq": "1", "Stream": "open"}, nil)
+	junk := make([]byte, 60_000)
+	for i := range 3 { // 180,000 bytes of open bodies in all: over the budget unless released
+		seq := strconv.Itoa(10 + i)
+		send(map[string]string{"Service-Method": "B.Done", "Seq": seq, "Stream": "open"}, junk)
+		until(seq, func(m transport.Message) bool { return m.Header["Stream"] == "end" })
+	}
+	args, err := codec.Msgpack.Marshal(make([]byte, 50_000))
+	require.NoError(t, err)
+	send(map[string]string{"Service-Method": "B.Len", "Seq": "99"}, args)
+	m := until("99", func(transport.Message) bool { return true })
+	assert.Empty(t, m.Header["Error"], "a call within the budget after the streams ended: %v", m.Header)
+	var n int
+	require.NoError(t, codec.Msgpack.Unmarshal(m.Body, &n))
+	assert.Equal(t, 50_000, n)
 }
