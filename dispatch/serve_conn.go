@@ -381,11 +381,15 @@ func (call *serverCall) answer(e *Error) {
 	if st != nil {
 		st.in.Done()
 		st.in.Close()
+		// An open frame has no body (WIRE.md) but may carry one, which
+		// nothing reads: it is let go before the end goes out, so that a
+		// peer told the stream ended finds the connection's count without it.
+		c.bytes.Add(-call.size)
 		c.endStream(call.seqText, call.name, call.sealReply(), e)
 	} else {
 		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)
+		c.bytes.Add(-call.size)
 	}
-	c.bytes.Add(-call.size) // a request's body, or an open frame's (which has none but may)
 	c.mu.Lock()
 	c.inflight--
 	if c.idle != nil {
