@@ -850,15 +850,7 @@ func TestRefusalsLeaveTheRetryBudget(t *testing.T) {
 	r.push(f.addrs[:2], nil)
 	f.kill(0)
 	close(f.gate) // the retry is not held
-	var ok, lost int
-	for _, err := range wait() {
-		if err == nil {
-			ok++
-		} else {
-			assert.ErrorIs(t, err, dispatch.ErrShutdown)
-			lost++
-		}
-	}
+	ok, lost := tallyLost(t, wait())
 	assert.Equal(t, 1, ok, "calls retried")
 	assert.Equal(t, 2, lost, "calls the budget did not retry")
 }
@@ -894,8 +886,17 @@ func TestCallsFailingTogetherAreJudgedOnTheirOwnTakes(t *testing.T) {
 	r.push(f.addrs, nil)
 	f.kill(0)
 	close(f.gate) // the retry is not held
-	var ok, lost int
-	for _, err := range wait() {
+	ok, lost := tallyLost(t, wait())
+	assert.EqualValues(t, 3, failed.Load(), "calls failed mid-call")
+	assert.Equal(t, 1, ok, "calls retried")
+	assert.Equal(t, 2, lost, "calls the budget did not retry")
+}
+
+// tallyLost counts the calls of errs that succeeded and those lost with
+// their replica (ErrShutdown, which it asserts).
+func tallyLost(t *testing.T, errs []error) (ok, lost int) {
+	t.Helper()
+	for _, err := range errs {
 		if err == nil {
 			ok++
 		} else {
@@ -903,7 +904,5 @@ func TestCallsFailingTogetherAreJudgedOnTheirOwnTakes(t *testing.T) {
 			lost++
 		}
 	}
-	assert.EqualValues(t, 3, failed.Load(), "calls failed mid-call")
-	assert.Equal(t, 1, ok, "calls retried")
-	assert.Equal(t, 2, lost, "calls the budget did not retry")
+	return ok, lost
 }
