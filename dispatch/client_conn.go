@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"reflect"
 	"runtime"
@@ -260,16 +259,6 @@ func (cc *clientConn) remove(seq uint64, unsent bool) bool {
 	return true
 }
 
-// maxKeptBuffer bounds the request buffer a connection keeps between calls:
-// large enough that calls with bodies of a megabyte (plus their encoding's
-// overhead) reuse it rather than grow a new one each time.
-const maxKeptBuffer = 2 << 20
-
-// maxBatchedBody is the largest request body sent through the socket's
-// batch (transport.BatchSender), which copies it: a larger one is written
-// from the connection's buffer, as the socket's Send avoids a copy too.
-const maxBatchedBody = 32 << 10
-
 // send sends a request. others says other calls are in flight on the
 // connection: their requests may be about to join this one's write.
 func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args any, others bool) error {
@@ -402,9 +391,6 @@ func (cc *clientConn) sendInterruptible(ctx context.Context, m *transport.Messag
 	return err
 }
 
-// longAgo is a deadline in the past, to interrupt a blocked Send.
-var longAgo = time.Unix(1, 0)
-
 // sendCancel tells the server the caller gave up on seq. Best effort, and
 // never a wait for the caller: if the send lock is busy, a goroutine sends
 // it once the lock is free or the connection ends.
@@ -425,115 +411,6 @@ func (cc *clientConn) sendCancel(seq uint64) {
 		case <-cc.done:
 		}
 	}()
-}
-
-func (cc *clientConn) readLoop() {
-	defer close(cc.done)
-	for cc.role.watch() {
-		if !cc.readOne(&cc.rmsg) {
-			return
-		}
-		if cc.waiter != nil {
-			cc.parkWatcher()
-		}
-	}
-}
-
-// recvFailed ends the connection after a failed read.
-func (cc *clientConn) recvFailed(err error) {
-	if errors.Is(err, transport.ErrClosed) && !cc.failed() {
-		// The socket was closed here without the connection
-		// failing first: a Send that failed part way closes its
-		// socket itself (the Socket contract), and its caller then
-		// records the cause while it still holds the send lock.
-		// Wait for that, so that the calls get the cause rather
-		// than "use of closed socket". Sends on a closed socket
-		// return at once, so the wait is short.
-		cc.sending <- struct{}{}
-		cc.unlockSend()
-	}
-	if !cc.failed() { // not closed by this end
-		if cc.serverDraining.Load() && hungUp(err) {
-			// The server said it was shutting down, and then closed
-			// the connection: the end it announced, not a failure.
-			cc.log.Debug("dispatch: connection closed by the server after its Drain notice", "remote", cc.sock.RemoteAddr(), "err", err)
-		} else {
-			cc.log.Warn("dispatch: connection failed", "remote", cc.sock.RemoteAddr(), "err", err)
-		}
-	}
-	cc.fail(connFailed(err))
-	cc.sock.Close() // the peer is gone; free what the socket holds
-}
-
-// readOne reads one message and hands it to whom it is for; false when
-// the connection has ended.
-func (cc *clientConn) readOne(m *transport.Message) bool {
-	if err := cc.sock.Recv(m); err != nil {
-		cc.recvFailed(err)
-		return false
-	}
-	if _, ok := m.Header[rpcwire.Drain]; ok {
-		cc.drain()
-		shed(m)
-		return true
-	}
-	seq, err := rpcwire.ParseSeq(m.Header)
-	if err != nil {
-		cc.log.Warn("dispatch: closing connection: reply without a valid Seq", "remote", cc.sock.RemoteAddr(), "err", err)
-		cc.fail(connFailed(fmt.Errorf("%w: reply without a valid Seq: %w", transport.ErrProtocol, err)))
-		cc.sock.Close()
-		return false
-	}
-	cc.mu.Lock()
-	if s := cc.streams[seq]; s != nil {
-		cc.mu.Unlock()
-		if err := cc.streamFrame(s, m); err != nil {
-			cc.log.Warn("dispatch: closing connection: bad stream frame", "remote", cc.sock.RemoteAddr(), "seq", seq, "err", err)
-			cc.fail(connFailed(fmt.Errorf("%w: bad stream frame: %w", transport.ErrProtocol, err)))
-			cc.sock.Close()
-			return false
-		}
-		shed(m)
-		return true
-	}
-	if _, ok := m.Header[rpcwire.Stream]; ok {
-		// A frame of a stream that has ended (a grant that crossed
-		// its end): never a call's reply, whose Seq may be reused.
-		cc.mu.Unlock()
-		return true
-	}
-	p, ok := cc.pending[seq]
-	if ok {
-		delete(cc.pending, seq)
-		if p != abandoned {
-			// An abandoned number is never reused: a server that does
-			// not know Cancel (net/rpc's) answers the Cancel message
-			// too, so a second reply to it may still come.
-			cc.free = append(cc.free, seq)
-		}
-	}
-	cc.mu.Unlock()
-	if p == nil || p == abandoned {
-		return true // a reply to a call whose caller gave up, or to none
-	}
-	if msg, failed := m.Header[rpcwire.Error]; failed {
-		p.err = &Error{Code: Code(m.Header[rpcwire.ErrorCode]), Message: msg}
-	} else {
-		p.err = decodeReply(cc.codec, p.name, m.Body, p.reply)
-	}
-	if p.capture != nil {
-		p.capture.deliver(metadataOf(m.Header))
-	}
-	shed(m)
-	p.done <- struct{}{}
-	return true
-}
-
-// decodeReplyError words a reply that cannot be decoded, the same on every
-// path. It is not an *Error: the call succeeded, the caller's types are
-// wrong.
-func decodeReplyError(name string, err error) error {
-	return fmt.Errorf("dispatch: decoding reply of %s: %w", name, err)
 }
 
 // zero sets *reply to its zero value.

@@ -3,10 +3,12 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/rpcwire"
 )
 
 // quietAfter is how long a client connection may go without a reader
@@ -273,4 +275,113 @@ func (q *quietSweep) run() {
 		}
 		q.mu.Unlock()
 	}
+}
+
+func (cc *clientConn) readLoop() {
+	defer close(cc.done)
+	for cc.role.watch() {
+		if !cc.readOne(&cc.rmsg) {
+			return
+		}
+		if cc.waiter != nil {
+			cc.parkWatcher()
+		}
+	}
+}
+
+// recvFailed ends the connection after a failed read.
+func (cc *clientConn) recvFailed(err error) {
+	if errors.Is(err, transport.ErrClosed) && !cc.failed() {
+		// The socket was closed here without the connection
+		// failing first: a Send that failed part way closes its
+		// socket itself (the Socket contract), and its caller then
+		// records the cause while it still holds the send lock.
+		// Wait for that, so that the calls get the cause rather
+		// than "use of closed socket". Sends on a closed socket
+		// return at once, so the wait is short.
+		cc.sending <- struct{}{}
+		cc.unlockSend()
+	}
+	if !cc.failed() { // not closed by this end
+		if cc.serverDraining.Load() && hungUp(err) {
+			// The server said it was shutting down, and then closed
+			// the connection: the end it announced, not a failure.
+			cc.log.Debug("dispatch: connection closed by the server after its Drain notice", "remote", cc.sock.RemoteAddr(), "err", err)
+		} else {
+			cc.log.Warn("dispatch: connection failed", "remote", cc.sock.RemoteAddr(), "err", err)
+		}
+	}
+	cc.fail(connFailed(err))
+	cc.sock.Close() // the peer is gone; free what the socket holds
+}
+
+// readOne reads one message and hands it to whom it is for; false when
+// the connection has ended.
+func (cc *clientConn) readOne(m *transport.Message) bool {
+	if err := cc.sock.Recv(m); err != nil {
+		cc.recvFailed(err)
+		return false
+	}
+	if _, ok := m.Header[rpcwire.Drain]; ok {
+		cc.drain()
+		shed(m)
+		return true
+	}
+	seq, err := rpcwire.ParseSeq(m.Header)
+	if err != nil {
+		cc.log.Warn("dispatch: closing connection: reply without a valid Seq", "remote", cc.sock.RemoteAddr(), "err", err)
+		cc.fail(connFailed(fmt.Errorf("%w: reply without a valid Seq: %w", transport.ErrProtocol, err)))
+		cc.sock.Close()
+		return false
+	}
+	cc.mu.Lock()
+	if s := cc.streams[seq]; s != nil {
+		cc.mu.Unlock()
+		if err := cc.streamFrame(s, m); err != nil {
+			cc.log.Warn("dispatch: closing connection: bad stream frame", "remote", cc.sock.RemoteAddr(), "seq", seq, "err", err)
+			cc.fail(connFailed(fmt.Errorf("%w: bad stream frame: %w", transport.ErrProtocol, err)))
+			cc.sock.Close()
+			return false
+		}
+		shed(m)
+		return true
+	}
+	if _, ok := m.Header[rpcwire.Stream]; ok {
+		// A frame of a stream that has ended (a grant that crossed
+		// its end): never a call's reply, whose Seq may be reused.
+		cc.mu.Unlock()
+		return true
+	}
+	p, ok := cc.pending[seq]
+	if ok {
+		delete(cc.pending, seq)
+		if p != abandoned {
+			// An abandoned number is never reused: a server that does
+			// not know Cancel (net/rpc's) answers the Cancel message
+			// too, so a second reply to it may still come.
+			cc.free = append(cc.free, seq)
+		}
+	}
+	cc.mu.Unlock()
+	if p == nil || p == abandoned {
+		return true // a reply to a call whose caller gave up, or to none
+	}
+	if msg, failed := m.Header[rpcwire.Error]; failed {
+		p.err = &Error{Code: Code(m.Header[rpcwire.ErrorCode]), Message: msg}
+	} else {
+		p.err = decodeReply(cc.codec, p.name, m.Body, p.reply)
+	}
+	if p.capture != nil {
+		p.capture.deliver(metadataOf(m.Header))
+	}
+	shed(m)
+	p.done <- struct{}{}
+	return true
+}
+
+// decodeReplyError words a reply that cannot be decoded, the same on every
+// path. It is not an *Error: the call succeeded, the caller's types are
+// wrong.
+func decodeReplyError(name string, err error) error {
+	return fmt.Errorf("dispatch: decoding reply of %s: %w", name, err)
 }

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/zerodial/transport"
-	"github.com/zerodial/transport/codec"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -73,130 +69,6 @@ func NewServer(opts ...ServerOption) *Server {
 	}
 	s.routes.Store(&routes{methods: map[string]*method{}, services: map[string]bool{}})
 	return s
-}
-
-// routes is the router's table, replaced whole by each registration so that
-// lookups take no lock.
-type routes struct {
-	methods  map[string]*method // by "Service.Method"
-	services map[string]bool    // service names, for net/rpc's error wording
-}
-
-// add publishes methods, all or none.
-func (s *Server) add(ms ...*method) error {
-	s.regMu.Lock()
-	defer s.regMu.Unlock()
-	if s.isClosed() {
-		return fmt.Errorf("dispatch: registering %s: %w", ms[0].name, ErrServerClosed)
-	}
-	old := s.routes.Load()
-	next := &routes{methods: maps.Clone(old.methods), services: maps.Clone(old.services)}
-	for _, m := range ms {
-		dot := strings.LastIndex(m.name, ".")
-		if dot <= 0 || dot == len(m.name)-1 {
-			return fmt.Errorf("dispatch: method name %q is not of the form Service.Method", m.name)
-		}
-		if _, dup := next.methods[m.name]; dup {
-			return fmt.Errorf("dispatch: method %s already registered", m.name)
-		}
-		if m.stream == nil {
-			m.handler = chain(s.opts.interceptors, m.name, m.call)
-		}
-		m.seesCtx = m.takesCtx || len(s.opts.interceptors) > 0
-		m.srv = s
-		next.methods[m.name] = m
-		next.services[m.name[:dot]] = true
-	}
-	s.routes.Store(next)
-	return nil
-}
-
-// Methods returns the names of the methods registered, "Service.Method",
-// sorted: what the Server answers, for introspection (a debug page, a
-// health check listing services).
-func (s *Server) Methods() []string {
-	return slices.Sorted(maps.Keys(s.routes.Load().methods))
-}
-
-// chain wraps call in the interceptors. A Server chains each method once,
-// at registration, so a call builds no closures; a Client chains each call
-// that has interceptors, around the call and its CallInfo.
-func chain(ics []Interceptor, name string, call Handler) Handler {
-	h := call
-	for i := len(ics) - 1; i >= 0; i-- {
-		ic, next := ics[i], h
-		h = func(ctx context.Context, args, reply any) error {
-			return ic(ctx, name, args, reply, next)
-		}
-	}
-	return h
-}
-
-// lookup is the router, shared by every path; its errors use net/rpc's
-// wording.
-func (s *Server) lookup(serviceMethod string) (*method, *Error) {
-	r := s.routes.Load()
-	if m := r.methods[serviceMethod]; m != nil {
-		return m, nil
-	}
-	dot := strings.LastIndex(serviceMethod, ".")
-	if dot < 0 {
-		return nil, &Error{Code: CodeInvalidArgument, Message: "rpc: service/method request ill-formed: " + serviceMethod}
-	}
-	if !r.services[serviceMethod[:dot]] {
-		return nil, &Error{Code: CodeNotFound, Message: "rpc: can't find service " + serviceMethod}
-	}
-	return nil, &Error{Code: CodeNotFound, Message: "rpc: can't find method " + serviceMethod}
-}
-
-// invoke runs one call through the interceptor chain and the panic rule.
-// Every path calls it; what it returns is what the caller gets.
-func (s *Server) invoke(ctx context.Context, m *method, args, reply any) (e *Error) {
-	defer func() {
-		if r := recover(); r != nil {
-			e = s.panicked(m, r)
-		}
-	}()
-	return toError(m.handler(ctx, args, reply))
-}
-
-// panicked logs the panic r of m's handler and returns the caller's error
-// for it: the panic rule, the same for calls and streams.
-func (s *Server) panicked(m *method, r any) *Error {
-	s.opts.logger.Error("dispatch: handler panicked", "method", m.name, "panic", r, "stack", string(debug.Stack()))
-	return &Error{Code: CodeInternal, Message: fmt.Sprintf("dispatch: panic in %s: %v", m.name, r)}
-}
-
-// goexitError is what a caller gets when the handler of name ended its
-// goroutine (runtime.Goexit) instead of returning.
-func goexitError(name string) *Error {
-	return &Error{Code: CodeInternal, Message: "dispatch: handler of " + name + " ended its goroutine (runtime.Goexit)"}
-}
-
-// codecFor returns the codec a request's Content-Type names.
-func (s *Server) codecFor(contentType string) (codec.Codec, *Error) {
-	if contentType == "" {
-		return codec.Msgpack, nil
-	}
-	if c, ok := s.opts.codecs[contentType]; ok {
-		return c, nil
-	}
-	return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("dispatch: unsupported content type %q", contentType)}
-}
-
-// decodeArgs and encodeReply word their failures the same on every path.
-func decodeArgs(c codec.Codec, m *method, body []byte, args any) *Error {
-	if len(body) == 0 {
-		return nil // nil arguments: the handler gets zero ones (encodeArgs)
-	}
-	if err := c.Unmarshal(body, args); err != nil {
-		return &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("dispatch: decoding arguments of %s: %v", m.name, err)}
-	}
-	return nil
-}
-
-func encodeError(name string, err error) *Error {
-	return &Error{Code: CodeInternal, Message: fmt.Sprintf("dispatch: encoding reply of %s: %v", name, err)}
 }
 
 var errShuttingDown = &Error{Code: CodeUnavailable, Message: "dispatch: server is shutting down"}

@@ -420,32 +420,31 @@ func (f failedEnd) close()                   {}
 func (f failedEnd) ended() bool              { return true }
 func (f failedEnd) codec() codec.Codec       { return codec.Msgpack }
 
-// invokeStream runs a stream's handler under the panic rule. Every path but
-// CallStream's fast one calls it.
-func (s *Server) invokeStream(ctx context.Context, m *method, end handlerEnd) (e *Error) {
-	returned := false
-	if ics := s.opts.streamInterceptors; len(ics) > 0 {
-		hctx, done, err := beginStream(ctx, ics, m.name)
-		if err != nil {
-			return toError(err)
-		}
-		ctx = hctx
-		// Deferred first, so that it runs last: after a panic has become e.
-		defer func() {
-			if !returned {
-				done(goexitError(m.name))
-				return
-			}
-			done(errOf(e))
-		}()
+// encodeMsg appends the encoding of a stream's message m to dst.
+func encodeMsg(c codec.Codec, dst []byte, name string, m any) ([]byte, error) {
+	b, err := appendMarshal(c, dst, m)
+	if err != nil {
+		return dst, fmt.Errorf("dispatch: encoding a message of %s: %w", name, err)
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			e = s.panicked(m, r)
-			returned = true
-		}
-	}()
-	e = toError(m.stream.run(ctx, end))
-	returned = true
-	return e
+	return b, nil
+}
+
+// msgTooLarge is the error of a Send whose message is over the frame limit;
+// nothing was sent, and the stream goes on.
+func msgTooLarge(name string, err error) error {
+	return fmt.Errorf("dispatch: message of %s: %w", name, err)
+}
+
+// openTooLarge is the error of opening a stream whose opening frame, its
+// metadata, is over the frame limit; nothing was sent.
+func openTooLarge(name string, err error) error {
+	return fmt.Errorf("dispatch: opening a stream of %s: %w", name, err)
+}
+
+// keep returns b emptied for reuse, or nil when it is too large to keep.
+func keep(b []byte) []byte {
+	if cap(b) > maxKeptBuffer {
+		return nil
+	}
+	return b[:0]
 }

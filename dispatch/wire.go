@@ -131,3 +131,16 @@ func shed(m *transport.Message) {
 		m.Header = nil // the reader makes a new map
 	}
 }
+
+// maxKeptBuffer bounds the request buffer a connection keeps between calls:
+// large enough that calls with bodies of a megabyte (plus their encoding's
+// overhead) reuse it rather than grow a new one each time.
+const maxKeptBuffer = 2 << 20
+
+// maxBatchedBody is the largest request body sent through the socket's
+// batch (transport.BatchSender), which copies it: a larger one is written
+// from the connection's buffer, as the socket's Send avoids a copy too.
+const maxBatchedBody = 32 << 10
+
+// longAgo is a deadline in the past, to interrupt a blocked Send.
+var longAgo = time.Unix(1, 0)

@@ -88,3 +88,61 @@ func (c *serverCall) Err() error {
 }
 
 func (c *serverCall) String() string { return "dispatch.serverCall" }
+
+// serve runs the call, or the stream's handler, and sends its answer, on
+// a worker goroutine.
+func (call *serverCall) serve() {
+	defer call.conn.srv.gate.leave()
+	var e *Error
+	returned := false
+	// Deferred, so that a handler that ends its goroutine (runtime.Goexit,
+	// as t.FailNow does) still gets its caller an answer.
+	defer func() {
+		if !returned {
+			e = goexitError(call.name)
+		}
+		call.answer(e)
+	}()
+	if call.stream != nil {
+		e = call.serveStream()
+	} else {
+		e = call.conn.srv.invoke(call, call.meth, call.args, call.reply)
+	}
+	returned = true
+}
+
+// answer sends the answer to the call: its reply, or e; for a stream, the
+// end of the stream with e. The Seq is free again before the answer goes
+// out: a client may reuse it as soon as it has the answer, and frames for
+// it that arrive later are dropped. The call counts as in flight until its
+// answer is written.
+func (call *serverCall) answer(e *Error) {
+	c, st := call.conn, call.stream
+	if st != nil {
+		if over := st.overBudget.Load(); over != nil {
+			e = over // the handler's error is the consequence
+		}
+	}
+	c.mu.Lock()
+	delete(c.calls, call.seq)
+	c.mu.Unlock()
+	call.cancel(context.Canceled)
+	if st != nil {
+		st.in.Done()
+		st.in.Close()
+		// An open frame has no body (WIRE.md) but may carry one, which
+		// nothing reads: it is let go before the end goes out, so that a
+		// peer told the stream ended finds the connection's count without it.
+		c.bytes.Add(-call.size)
+		c.endStream(call.seqText, call.name, call.sealReply(), e)
+	} else {
+		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)
+		c.bytes.Add(-call.size)
+	}
+	c.mu.Lock()
+	c.inflight--
+	if c.idle != nil {
+		c.idle.touch() // an answer written: the connection is in use
+	}
+	c.mu.Unlock()
+}
