@@ -85,6 +85,31 @@ func chain(ics []Interceptor, name string, call Handler) Handler {
 	return h
 }
 
+// route is lookup for a call that asks for a stream or not.
+func (s *Server) route(name string, stream bool) (*method, *Error) {
+	m, e := s.lookup(name)
+	if e == nil {
+		e = shapeError(m, stream)
+	}
+	if e != nil {
+		return nil, e
+	}
+	return m, nil
+}
+
+// shapeError refuses a call that asks for a stream of a unary method, or a
+// unary call of a streaming one, in the words every path uses; nil when
+// the shapes agree.
+func shapeError(m *method, stream bool) *Error {
+	switch {
+	case stream && m.stream == nil:
+		return notStreamingError(m.name)
+	case !stream && m.stream != nil:
+		return streamingError(m.name)
+	}
+	return nil
+}
+
 // invoke runs one call through the interceptor chain and the panic rule.
 // Every path calls it; what it returns is what the caller gets.
 func (s *Server) invoke(ctx context.Context, m *method, args, reply any) (e *Error) {

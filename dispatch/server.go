@@ -41,10 +41,10 @@ type Server struct {
 	// what ShuttingDown gives the Server's handlers.
 	closing   chan struct{}
 	listeners map[transport.Listener]struct{}
-	conns     map[*serverConn]struct{}
-	serving   sync.WaitGroup  // Serve loops and connections
-	onStop    []func()        // RegisterOnShutdown's, until the Server stops
-	hooksRun  []chan struct{} // then each started hook's, closed as it returns
+	conns     map[servedConn]struct{}
+	serving   sync.WaitGroup    // Serve loops and connections
+	onStop    []func()          // RegisterOnShutdown's, until the Server stops
+	hooksRun  []<-chan struct{} // then each started hook's, closed as it returns
 
 	tasks    chan task // to idle workers
 	workers  sync.WaitGroup
@@ -61,7 +61,7 @@ func NewServer(opts ...ServerOption) *Server {
 		opts:      o,
 		gate:      newGate(),
 		listeners: make(map[transport.Listener]struct{}),
-		conns:     make(map[*serverConn]struct{}),
+		conns:     make(map[servedConn]struct{}),
 		tasks:     make(chan task),
 		quit:      make(chan struct{}),
 		stopping:  make(chan struct{}),
@@ -339,35 +339,20 @@ type serverKey struct{}
 // costs Shutdown this long at most.
 const DrainAckTimeout = time.Second
 
-// notifyDrain sends the Drain notice on every connection, each on a
-// goroutine of its own (a Send may wait for a slow peer), and returns what
-// to wait for: a channel per connection, closed when its peer has
-// acknowledged or the connection has ended or the notice could not go.
-func (s *Server) notifyDrain() []chan struct{} {
+// notifyDrain tells every connection's peer that the Server is draining,
+// and returns what to wait for: a channel per connection (servedConn's
+// drain).
+func (s *Server) notifyDrain() []<-chan struct{} {
 	cs := s.connList()
-	acks := make([]chan struct{}, 0, len(cs))
+	acks := make([]<-chan struct{}, 0, len(cs))
 	for _, c := range cs {
-		ack := make(chan struct{})
-		acks = append(acks, ack)
-		go func() {
-			defer close(ack)
-			if !c.notifyDrain() {
-				return
-			}
-			t := time.NewTimer(DrainAckTimeout)
-			defer t.Stop()
-			select {
-			case <-c.drainAcked:
-			case <-c.done:
-			case <-t.C:
-			}
-		}()
+		acks = append(acks, c.drain())
 	}
 	return acks
 }
 
 // waitAll waits for every channel to close, or for ctx to end.
-func waitAll(ctx context.Context, chs []chan struct{}) error {
+func waitAll(ctx context.Context, chs []<-chan struct{}) error {
 	for _, ch := range chs {
 		select {
 		case <-ch:
@@ -440,8 +425,8 @@ func (s *Server) trackHooksLocked(hooks []func()) (run func()) {
 	dones := make([]chan struct{}, len(hooks))
 	for i := range dones {
 		dones[i] = make(chan struct{})
+		s.hooksRun = append(s.hooksRun, dones[i])
 	}
-	s.hooksRun = append(s.hooksRun, dones...)
 	return func() {
 		for i, f := range hooks {
 			go func() {
@@ -454,7 +439,7 @@ func (s *Server) trackHooksLocked(hooks []func()) (run func()) {
 
 // startedHooks returns the done channels of the hooks started so far, in
 // the order they started (the list only grows).
-func (s *Server) startedHooks() []chan struct{} {
+func (s *Server) startedHooks() []<-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.hooksRun)
@@ -493,10 +478,10 @@ func (s *Server) flushConns(ctx context.Context) error {
 }
 
 // connList returns the connections being served now.
-func (s *Server) connList() []*serverConn {
+func (s *Server) connList() []servedConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cs := make([]*serverConn, 0, len(s.conns))
+	cs := make([]servedConn, 0, len(s.conns))
 	for c := range s.conns {
 		cs = append(cs, c)
 	}
@@ -505,6 +490,6 @@ func (s *Server) connList() []*serverConn {
 
 func (s *Server) closeConns() {
 	for _, c := range s.connList() {
-		c.sock.Close()
+		c.close()
 	}
 }

@@ -89,26 +89,12 @@ func (c *serverCall) Err() error {
 
 func (c *serverCall) String() string { return "dispatch.serverCall" }
 
-// serve runs the call, or the stream's handler, and sends its answer, on
-// a worker goroutine.
-func (call *serverCall) serve() {
-	defer call.conn.srv.gate.leave()
-	var e *Error
-	returned := false
-	// Deferred, so that a handler that ends its goroutine (runtime.Goexit,
-	// as t.FailNow does) still gets its caller an answer.
-	defer func() {
-		if !returned {
-			e = goexitError(call.name)
-		}
-		call.answer(e)
-	}()
+// handle runs the call's handler, or the stream's, under the panic rule.
+func (call *serverCall) handle() *Error {
 	if call.stream != nil {
-		e = call.serveStream()
-	} else {
-		e = call.conn.srv.invoke(call, call.meth, call.args, call.reply)
+		return call.serveStream()
 	}
-	returned = true
+	return call.conn.srv.invoke(call, call.meth, call.args, call.reply)
 }
 
 // answer sends the answer to the call: its reply, or e; for a stream, the

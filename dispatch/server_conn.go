@@ -87,6 +87,31 @@ type serverConn struct {
 	inlineOK bool
 }
 
+// drain sends the Drain notice (WIRE.md) on a goroutine of its own, for a
+// Send may wait for a slow peer, and waits there for the peer's
+// acknowledgement, at most DrainAckTimeout (servedConn).
+func (c *serverConn) drain() <-chan struct{} {
+	ack := make(chan struct{})
+	go func() {
+		defer close(ack)
+		if !c.notifyDrain() {
+			return
+		}
+		t := time.NewTimer(DrainAckTimeout)
+		defer t.Stop()
+		select {
+		case <-c.drainAcked:
+		case <-c.done:
+		case <-t.C:
+		}
+	}()
+	return ack
+}
+
+// close closes the connection's socket: the reader fails and tears the
+// connection down (servedConn).
+func (c *serverConn) close() { c.sock.Close() }
+
 // notifyDrain tells the peer that the Server is shutting down (WIRE.md,
 // Drain); false if the notice could not be sent.
 func (c *serverConn) notifyDrain() bool {
@@ -217,7 +242,7 @@ func (c *serverConn) run() {
 				return // the reading was handed on meanwhile
 			}
 			c.srv.work(c)
-			call.serve()
+			c.srv.serveIncoming(call, call.name)
 			return
 		}
 	}
@@ -247,14 +272,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, ope
 		c.refuse(open, seqText, name, errShuttingDown)
 		return nil
 	}
-	meth, e := c.srv.lookup(name)
-	if e == nil && (meth.stream != nil) != open {
-		if open {
-			e = notStreamingError(name)
-		} else {
-			e = streamingError(name)
-		}
-	}
+	meth, e := c.srv.route(name, open)
 	var cdc codec.Codec
 	if e == nil {
 		cdc, e = c.srv.codecFor(m.Header[rpcwire.ContentType])

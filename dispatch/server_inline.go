@@ -32,7 +32,7 @@ func (c *serverConn) runInline(call *serverCall) bool {
 	if c.swept.CompareAndSwap(false, true) {
 		sweep.add(c)
 	}
-	call.serve()
+	c.srv.serveIncoming(call, call.name)
 	return c.inline.CompareAndSwap(start, 0)
 }
 

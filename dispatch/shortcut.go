@@ -286,11 +286,11 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	// From here on the Server answers, as it would with a reply.
 	ans.arrive(nil)
 	m, e := c.method(srv, name)
+	if e == nil {
+		e = shapeError(m, false)
+	}
 	if e != nil {
 		return e
-	}
-	if m.stream != nil {
-		return streamingError(name)
 	}
 	cdc, e := srv.codecFor(c.ctype)
 	if e != nil {

@@ -60,11 +60,11 @@ func (c *Client) shortcutStream(ctx context.Context, e *entry, name string, in, 
 // direct mode, and with which codec the Server reads the caller's.
 func (c *Client) streamMethod(srv *Server, name string, in, out reflect.Type) (*method, bool, codec.Codec, *Error) {
 	m, e := c.method(srv, name)
+	if e == nil {
+		e = shapeError(m, true)
+	}
 	if e != nil {
 		return nil, false, nil, e
-	}
-	if m.stream == nil {
-		return nil, false, nil, notStreamingError(name)
 	}
 	cdc, e := srv.codecFor(c.ctype)
 	if e != nil {
