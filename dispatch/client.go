@@ -28,8 +28,8 @@ type Client struct {
 	remote  net.Addr
 
 	mu         sync.Mutex
-	conn       *clientConn // nil until needed, and after it fails
-	dialing    *dialing    // a Dial under way, which other callers wait for
+	conn       callConn // nil until needed, and after it fails
+	dialing    *dialing // a Dial under way, which other callers wait for
 	closed     bool
 	closedFlag atomic.Bool // closed, readable without the lock
 	life       context.Context
@@ -65,7 +65,7 @@ func (c *Client) method(srv *Server, name string) (*method, *Error) {
 // dialing is a Dial in progress; done is closed when conn or err is set.
 type dialing struct {
 	done chan struct{}
-	conn *clientConn
+	conn callConn
 	err  error
 }
 
@@ -143,14 +143,14 @@ func NewClient(sock transport.Socket, opts ...ClientOption) (*Client, error) {
 // connect returns the live connection, dialling one if there is none. One
 // caller dials; the others wait for it, each no longer than its own context
 // allows, and none holds a lock meanwhile. Close ends a Dial under way.
-func (c *Client) connect(ctx context.Context) (*clientConn, error) {
+func (c *Client) connect(ctx context.Context) (callConn, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return nil, ErrShutdown
 		}
-		if c.conn != nil && !c.conn.failed() {
+		if c.conn != nil && c.conn.failure() == nil {
 			conn := c.conn
 			c.mu.Unlock()
 			return conn, nil
@@ -187,7 +187,7 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 }
 
 // dial makes the connection d stands for.
-func (c *Client) dial(ctx context.Context, d *dialing) (*clientConn, error) {
+func (c *Client) dial(ctx context.Context, d *dialing) (callConn, error) {
 	dctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.life, cancel)
 	sock, err := c.tr.Dial(dctx, c.addr)
@@ -195,6 +195,7 @@ func (c *Client) dial(ctx context.Context, d *dialing) (*clientConn, error) {
 	cancel()
 	c.mu.Lock()
 	c.dialing = nil
+	var failed callConn
 	switch {
 	case err != nil:
 		err = &dialError{fmt.Errorf("dispatch: dial %s %s: %w", c.tr, c.addr, err)}
@@ -202,9 +203,7 @@ func (c *Client) dial(ctx context.Context, d *dialing) (*clientConn, error) {
 		sock.Close()
 		err = ErrShutdown
 	default:
-		if c.conn != nil {
-			c.conn.sock.Close() // failed: free what it holds
-		}
+		failed = c.conn // if any: it has failed, and is closed to free what it holds
 		c.conn = newClientConn(sock, c.opts.codec, c.opts.logger)
 	}
 	if c.closed {
@@ -213,6 +212,9 @@ func (c *Client) dial(ctx context.Context, d *dialing) (*clientConn, error) {
 	d.conn, d.err = c.conn, err
 	c.mu.Unlock()
 	close(d.done)
+	if failed != nil {
+		failed.close()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +341,7 @@ func (c *Client) reachedDraining() bool {
 
 // netConn returns the connection a call or stream takes over the network,
 // dialling it if need be, or the error it fails with at once.
-func (c *Client) netConn(ctx context.Context) (*clientConn, error) {
+func (c *Client) netConn(ctx context.Context) (callConn, error) {
 	if c.closedFlag.Load() {
 		return nil, ErrShutdown
 	}

@@ -9,9 +9,11 @@ import "context"
 // a call in its own format and gives it to the core through the three
 // pieces below, after entering the gate (errShuttingDown when it is
 // closed) and routing the call (Server.route); it writes the answer in its
-// own format. The zerodial wire
-// (server_conn.go, server_call.go, stream_server.go) is one; the shortcut
-// calls the core without a connection (shortcut.go).
+// own format. The zerodial wire (server_conn.go, server_call.go,
+// stream_server.go) is one; the shortcut calls the core without a
+// connection (shortcut.go). On the Client's side, the core is Client (the
+// interceptor chain, the shortcut, replicas, the nil and context rules),
+// and a protocol is a callConn.
 
 // incoming is a call or stream that has come in on a connection, as
 // the core runs it: it is the handler's context, handle runs the handler
@@ -56,5 +58,19 @@ type servedConn interface {
 	flushed(ctx context.Context) error
 	// close closes the connection at once: calls in flight lose their
 	// caller.
+	close()
+}
+
+// callConn is the connection a Client's network calls and streams go over,
+// whatever its protocol: the zerodial wire's is clientConn. Client.connect
+// finds or dials it; a call sees the context rule, the nil rule and the
+// reply zeroed before it gets here.
+type callConn interface {
+	call(ctx context.Context, name string, args, reply any) error
+	openStream(ctx context.Context, name string, window int) (callerEnd, error)
+	// failure says why the connection ended; nil while it works.
+	failure() error
+	// close fails the calls in flight with ErrShutdown and closes the
+	// connection; it returns once the connection is done.
 	close()
 }
