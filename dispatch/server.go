@@ -203,7 +203,7 @@ func (s *Server) ServeSocket(sock transport.Socket) {
 	c := s.track(sock, transport.Wire{})
 	s.mu.Unlock()
 	s.work(c)
-	<-c.done
+	<-c.done.Signal()
 }
 
 // serveSocket starts serving sock, accepted from a listener speaking wire,
@@ -220,7 +220,7 @@ func (s *Server) serveSocket(sock transport.Socket, wire transport.Wire) bool {
 
 // track registers a connection; s.mu is held.
 func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
-	c := &serverConn{srv: s, sock: sock, wire: wire, calls: make(map[uint64]*serverCall), done: make(chan struct{}), drainAcked: make(chan struct{})}
+	c := &serverConn{srv: s, sock: sock, wire: wire, calls: make(map[uint64]*serverCall)}
 	c.async, _ = sock.(transport.AsyncSender)
 	c.batch, _ = sock.(transport.BatchSender)
 	c.unwritten, _ = sock.(interface{ Unwritten() int64 })

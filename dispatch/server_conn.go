@@ -11,6 +11,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/rpcwire"
+	"github.com/zerodial/transport/internal/signal"
 )
 
 // serverConn serves the calls arriving on one socket.
@@ -26,7 +27,7 @@ type serverConn struct {
 	wire transport.Wire // what the listener it came from speaks; zero for ServeSocket's
 	info atomic.Pointer[connInfo]
 	msg  transport.Message // the reader's; one reader at a time
-	done chan struct{}     // closed when the connection is finished
+	done signal.Signal     // set when the connection is finished
 
 	mu    sync.Mutex
 	calls map[uint64]*serverCall // calls whose handler runs, for Cancel messages
@@ -70,10 +71,9 @@ type serverConn struct {
 	// (sendBounded).
 	batch transport.BatchSender
 
-	// drainAcked is closed when the peer acknowledges the Drain notice: it
+	// drainAcked is set when the peer acknowledges the Drain notice: it
 	// will send no new call, so closing the connection loses none.
-	drainAcked   chan struct{}
-	drainAckOnce sync.Once
+	drainAcked signal.Signal
 
 	// inline is when the call running on the reading goroutine began
 	// (UnixNano), 0 when none does, handedOn once quietSweep has given
@@ -100,8 +100,8 @@ func (c *serverConn) drain() <-chan struct{} {
 		t := time.NewTimer(DrainAckTimeout)
 		defer t.Stop()
 		select {
-		case <-c.drainAcked:
-		case <-c.done:
+		case <-c.drainAcked.Signal():
+		case <-c.done.Signal():
 		case <-t.C:
 		}
 	}()
@@ -139,7 +139,7 @@ func (c *serverConn) flushed(ctx context.Context) error {
 }
 
 // ackDrained records the peer's acknowledgement of the Drain notice.
-func (c *serverConn) ackDrained() { c.drainAckOnce.Do(func() { close(c.drainAcked) }) }
+func (c *serverConn) ackDrained() { c.drainAcked.Set(nil) }
 
 // connInfo returns what the connection's calls share of their CallInfo,
 // found on first use.
@@ -260,7 +260,7 @@ func (c *serverConn) teardown() {
 		c.idle.stop()
 	}
 	c.srv.untrack(c)
-	close(c.done)
+	c.done.Set(nil)
 }
 
 // start prepares one call, or one stream when open is set, and returns it,
