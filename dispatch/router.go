@@ -145,7 +145,7 @@ func (s *Server) codecFor(contentType string) (codec.Codec, *Error) {
 	return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("dispatch: unsupported content type %q", contentType)}
 }
 
-// decodeArgs and encodeReply word their failures the same on every path.
+// decodeArgs and encodeError word their failures the same on every path.
 func decodeArgs(c codec.Codec, m *method, body []byte, args any) *Error {
 	if len(body) == 0 {
 		return nil // nil arguments: the handler gets zero ones (encodeArgs)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/flow"
 	"github.com/zerodial/transport/internal/rpcwire"
 	"github.com/zerodial/transport/internal/signal"
 )
@@ -59,7 +60,7 @@ type serverConn struct {
 	// idle drops the connection once it has been idle for the idle
 	// timeout (WithIdleTimeout); nil when the timeout is off.
 	idle *idleWatch
-	// bigBody says the reader's message holds a body buffer past keptBody;
+	// bigBody says the reader's message holds a body buffer past flow.KeptBody;
 	// shedding asks the reader to drop it (quiet).
 	bigBody, shedding atomic.Bool
 
@@ -194,7 +195,7 @@ func (c *serverConn) run() {
 			c.teardown()
 			return
 		}
-		if cap(m.Body) > keptBody {
+		if cap(m.Body) > flow.KeptBody {
 			c.bigBody.Store(true)
 		}
 		if c.idle != nil {

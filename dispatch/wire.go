@@ -116,14 +116,11 @@ func argsTooLarge(name string, err error) error {
 // connection may live for minutes; a mux session holds thousands).
 //
 // A header map past keptHeaders is dropped after every message: maps are
-// cheap to make again. A body buffer past keptBody is kept while messages
-// keep coming — growing it again for every megabyte message would cost
-// more than the message — and a Server drops it once its connection goes
-// quiet (serverConn.quiet).
-const (
-	keptBody    = 64 << 10
-	keptHeaders = 32
-)
+// cheap to make again. A body buffer past flow.KeptBody is kept while
+// messages keep coming — growing it again for every megabyte message would
+// cost more than the message — and a Server drops it once its connection
+// goes quiet (serverConn.quiet).
+const keptHeaders = 32
 
 // shed drops m's header map past keptHeaders, once m has been handled.
 func shed(m *transport.Message) {

@@ -136,14 +136,14 @@ type Item struct {
 	lent bool // Ptr is lent: its sender waits until the consumer is done
 }
 
-// maxFreeBuffers bounds the buffers an inbox keeps for reuse, and
-// keptBody the capacity of each: as dispatch's connection readers keep a
-// body buffer (its keptBody), so that the buffer of a message of megabytes
-// is not pinned for as long as the stream lives.
-const (
-	maxFreeBuffers = 8
-	keptBody       = 64 << 10
-)
+// KeptBody is the largest body buffer kept for reuse once its message has
+// been handled: an inbox keeps up to maxFreeBuffers of them, and dispatch's
+// connection readers keep one, so that the buffer of a message of
+// megabytes is not pinned for as long as a stream or a connection lives.
+const KeptBody = 64 << 10
+
+// maxFreeBuffers bounds the buffers an inbox keeps for reuse.
+const maxFreeBuffers = 8
 
 // Inbox is a receiver's queue. Putting never blocks — the sender's credit
 // has bounded what it may hold — so the reader of a connection can always
@@ -349,7 +349,7 @@ func (i *Inbox) Done() {
 	i.mu.Lock()
 	lent := i.lending
 	i.lending = false
-	if b := i.cur; b != nil && cap(b) <= keptBody && len(i.free) < maxFreeBuffers && !i.stop {
+	if b := i.cur; b != nil && cap(b) <= KeptBody && len(i.free) < maxFreeBuffers && !i.stop {
 		i.free = append(i.free, b[:0])
 	}
 	i.cur = nil
