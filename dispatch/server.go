@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/connwatch"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -229,10 +230,10 @@ func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
 	})
 	_, c.inlineOK = sock.(transport.FrameWaiter)
 	if d := s.opts.replyTimeout; d > 0 {
-		c.watchdog = newReplyWatchdog(d, c.stalled)
+		c.watchdog = connwatch.NewWatchdog(d, c.stalled)
 	}
 	if d := s.opts.idleTimeout; d > 0 {
-		c.idle = newIdleWatch(d, c.busy, c.quiet, c.expireIdle)
+		c.idle = connwatch.NewIdle(d, c.busy, c.quiet, c.expireIdle)
 	}
 	s.conns[c] = struct{}{}
 	s.serving.Add(1)

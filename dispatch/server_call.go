@@ -128,7 +128,7 @@ func (call *serverCall) answer(e *Error) {
 	c.mu.Lock()
 	c.inflight--
 	if c.idle != nil {
-		c.idle.touch() // an answer written: the connection is in use
+		c.idle.Touch() // an answer written: the connection is in use
 	}
 	c.mu.Unlock()
 }

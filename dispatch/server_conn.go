@@ -10,6 +10,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/connwatch"
 	"github.com/zerodial/transport/internal/flow"
 	"github.com/zerodial/transport/internal/rpcwire"
 	"github.com/zerodial/transport/internal/signal"
@@ -55,11 +56,11 @@ type serverConn struct {
 
 	// watchdog closes the connection when its replies stop going out
 	// (WithReplyTimeout); nil when the timeout is off.
-	watchdog *replyWatchdog
+	watchdog *connwatch.Watchdog
 
 	// idle drops the connection once it has been idle for the idle
 	// timeout (WithIdleTimeout); nil when the timeout is off.
-	idle *idleWatch
+	idle *connwatch.Idle
 	// bigBody says the reader's message holds a body buffer past flow.KeptBody;
 	// shedding asks the reader to drop it (quiet).
 	bigBody, shedding atomic.Bool
@@ -130,8 +131,8 @@ func (c *serverConn) flushed(ctx context.Context) error {
 		return nil // the socket's Send has written what it took
 	}
 	if w := c.watchdog; w != nil {
-		w.begin()
-		defer w.end()
+		w.Begin()
+		defer w.End()
 	}
 	if err := c.written.WaitWritten(ctx); ctx.Err() != nil {
 		return err
@@ -199,7 +200,7 @@ func (c *serverConn) run() {
 			c.bigBody.Store(true)
 		}
 		if c.idle != nil {
-			c.idle.touch()
+			c.idle.Touch()
 		}
 		if _, ok := m.Header[rpcwire.Drain]; ok {
 			c.ackDrained()
@@ -255,10 +256,10 @@ func (c *serverConn) teardown() {
 	c.cancelAll()
 	c.sock.Close()
 	if c.watchdog != nil {
-		c.watchdog.stop()
+		c.watchdog.Stop()
 	}
 	if c.idle != nil {
-		c.idle.stop()
+		c.idle.Stop()
 	}
 	c.srv.untrack(c)
 	c.done.Set(nil)

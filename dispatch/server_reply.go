@@ -94,8 +94,8 @@ func (c *serverConn) sendReply(seqText, name string, cdc codec.Codec, reply any,
 func (c *serverConn) sendBounded(m *transport.Message) error {
 	w := c.watchdog
 	if w != nil {
-		w.begin()
-		defer w.end()
+		w.Begin()
+		defer w.End()
 	}
 	if c.batch == nil || len(m.Body) > maxBatchedBody {
 		return c.sock.Send(m)

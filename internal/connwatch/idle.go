@@ -1,4 +1,4 @@
-package dispatch
+package connwatch
 
 import (
 	"sync"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// idleTicks is how many ticks of an idleWatch make one idle timeout.
+// idleTicks is how many ticks of an Idle make one idle timeout.
 const idleTicks = 8
 
-// idleWatch drops a network connection that has been idle — no message
+// Idle drops a network connection that has been idle — no message
 // received, no reply written, no call in flight — for the idle timeout
 // (WithIdleTimeout), one that stopped half way through a message included.
 //
@@ -20,7 +20,7 @@ const idleTicks = 8
 // read per message on every transport. A message costs one atomic add
 // here. The price is precision: an idle connection goes between the
 // timeout and 9/8 of it after its last activity.
-type idleWatch struct {
+type Idle struct {
 	timeout  time.Duration
 	busy     func() bool // whether calls are in flight
 	quiet    func()      // told at the first quiet tick after activity
@@ -33,27 +33,27 @@ type idleWatch struct {
 	quiets int        // ticks in a row with no activity and no call in flight
 }
 
-// newIdleWatch starts watching: quiet is called once the connection has
+// NewIdle starts watching: quiet is called once the connection has
 // been idle for an eighth of timeout, and expire once it has been idle for
 // timeout, which must be positive.
-func newIdleWatch(timeout time.Duration, busy func() bool, quiet, expire func()) *idleWatch {
-	w := &idleWatch{timeout: timeout, busy: busy, quiet: quiet, expire: expire}
+func NewIdle(timeout time.Duration, busy func() bool, quiet, expire func()) *Idle {
+	w := &Idle{timeout: timeout, busy: busy, quiet: quiet, expire: expire}
 	// Set before it can fire: tick reads w.timer.
 	w.timer = time.AfterFunc(time.Hour, w.tick)
 	w.timer.Reset(timeout / idleTicks)
 	return w
 }
 
-// touch records activity: a message received or a reply written.
-func (w *idleWatch) touch() { w.activity.Add(1) }
+// Touch records activity: a message received or a reply written.
+func (w *Idle) Touch() { w.activity.Add(1) }
 
-// stop stops watching a connection that is finished.
-func (w *idleWatch) stop() { w.timer.Stop() }
+// Stop stops watching a connection that is finished.
+func (w *Idle) Stop() { w.timer.Stop() }
 
 // tick runs every eighth of the timeout. Counting whole ticks from one
 // that saw activity, idleTicks quiet ticks in a row mean the timeout has
 // passed with nothing happening.
-func (w *idleWatch) tick() {
+func (w *Idle) tick() {
 	w.mu.Lock()
 	n := w.activity.Load()
 	if n != w.last || w.busy() {

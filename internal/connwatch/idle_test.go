@@ -1,4 +1,4 @@
-package dispatch
+package connwatch
 
 import (
 	"sync/atomic"
@@ -14,8 +14,8 @@ func TestIdleWatch(t *testing.T) {
 	t.Run("idle", func(t *testing.T) {
 		expired := make(chan time.Time, 1)
 		start := time.Now()
-		w := newIdleWatch(d, func() bool { return false }, func() {}, func() { expired <- time.Now() })
-		defer w.stop()
+		w := NewIdle(d, func() bool { return false }, func() {}, func() { expired <- time.Now() })
+		defer w.Stop()
 		select {
 		case at := <-expired:
 			if at.Sub(start) < d {
@@ -27,10 +27,10 @@ func TestIdleWatch(t *testing.T) {
 	})
 	t.Run("active", func(t *testing.T) {
 		var expired atomic.Bool
-		w := newIdleWatch(d, func() bool { return false }, func() {}, func() { expired.Store(true) })
-		defer w.stop()
+		w := NewIdle(d, func() bool { return false }, func() {}, func() { expired.Store(true) })
+		defer w.Stop()
 		for end := time.Now().Add(5 * d); time.Now().Before(end); time.Sleep(d / 4) {
-			w.touch()
+			w.Touch()
 		}
 		if expired.Load() {
 			t.Fatal("expired while messages kept arriving")
@@ -39,8 +39,8 @@ func TestIdleWatch(t *testing.T) {
 	t.Run("busy", func(t *testing.T) {
 		var expired, busy atomic.Bool
 		busy.Store(true)
-		w := newIdleWatch(d, busy.Load, func() {}, func() { expired.Store(true) })
-		defer w.stop()
+		w := NewIdle(d, busy.Load, func() {}, func() { expired.Store(true) })
+		defer w.Stop()
 		time.Sleep(4 * d)
 		if expired.Load() {
 			t.Fatal("expired with a call in flight")

@@ -1,4 +1,4 @@
-package dispatch
+package connwatch
 
 import (
 	"sync"
@@ -9,7 +9,7 @@ import (
 // watchdogTicks is how many ticks of the watchdog make one reply timeout.
 const watchdogTicks = 4
 
-// replyWatchdog enforces WithReplyTimeout on one connection: when a reply
+// Watchdog enforces WithReplyTimeout on one connection: when a reply
 // has been waiting to be written for the timeout, with no other reply
 // written meanwhile, it calls stall (which closes the connection).
 //
@@ -20,7 +20,7 @@ const watchdogTicks = 4
 // about 1 µs a call on the memory path). The price is precision: a stalled
 // reply closes the connection between the timeout and 5/4 of it after it
 // began to wait.
-type replyWatchdog struct {
+type Watchdog struct {
 	timeout time.Duration
 	stall   func()
 	timer   *time.Timer
@@ -34,45 +34,45 @@ type replyWatchdog struct {
 	stuck int        // ticks in a row with a reply waiting and none written
 }
 
-// newReplyWatchdog returns a watchdog calling stall when a reply waits
+// NewWatchdog returns a watchdog calling stall when a reply waits
 // longer than timeout, which must be positive.
-func newReplyWatchdog(timeout time.Duration, stall func()) *replyWatchdog {
-	w := &replyWatchdog{timeout: timeout, stall: stall}
+func NewWatchdog(timeout time.Duration, stall func()) *Watchdog {
+	w := &Watchdog{timeout: timeout, stall: stall}
 	w.timer = time.AfterFunc(time.Hour, w.tick)
 	w.timer.Stop()
 	return w
 }
 
-// begin marks a reply as being written; end must follow, whatever the
+// Begin marks a reply as being written; End must follow, whatever the
 // write's outcome.
-func (w *replyWatchdog) begin() {
+func (w *Watchdog) Begin() {
 	w.writing.Add(1)
 	if !w.armed.Load() && w.armed.CompareAndSwap(false, true) {
 		w.timer.Reset(w.timeout / watchdogTicks)
 	}
 }
 
-// end marks a reply begun with begin as written (or failed).
-func (w *replyWatchdog) end() {
+// End marks a reply begun with Begin as written (or failed).
+func (w *Watchdog) End() {
 	w.written.Add(1)
 	w.writing.Add(-1)
 }
 
-// stop stops the timer of a connection that is finished. A reply begun
+// Stop stops the timer of a connection that is finished. A reply begun
 // later sets it again, for one tick.
-func (w *replyWatchdog) stop() { w.timer.Stop() }
+func (w *Watchdog) Stop() { w.timer.Stop() }
 
 // tick runs every quarter of the timeout while replies are being written.
 //
-// Why it is right: whenever the timer is set (by begin, or by tick itself)
+// Why it is right: whenever the timer is set (by Begin, or by tick itself)
 // a reply is being written that began before, and a tick that saw a reply
 // written since the tick before counts again from zero while one waits. So
 // when watchdogTicks ticks in a row see none written, the reply that was
 // waiting when counting began is still waiting: it has waited the timeout.
-// begin and tick both read the other's atomic after writing their own, so
+// Begin and tick both read the other's atomic after writing their own, so
 // a reply begun as tick disarms is seen by one of them, and the
 // CompareAndSwap lets only one set the timer.
-func (w *replyWatchdog) tick() {
+func (w *Watchdog) tick() {
 	w.mu.Lock()
 	n := w.written.Load()
 	if w.writing.Load() == 0 {

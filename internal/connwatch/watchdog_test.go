@@ -1,4 +1,4 @@
-package dispatch
+package connwatch
 
 import (
 	"sync"
@@ -13,10 +13,10 @@ import (
 func TestWatchdogStallsAWaitingReply(t *testing.T) {
 	const d = 80 * time.Millisecond
 	stalled := make(chan time.Time, 1)
-	w := newReplyWatchdog(d, func() { stalled <- time.Now() })
-	defer w.stop()
+	w := NewWatchdog(d, func() { stalled <- time.Now() })
+	defer w.Stop()
 	start := time.Now()
-	w.begin()
+	w.Begin()
 	select {
 	case at := <-stalled:
 		if waited := at.Sub(start); waited < d {
@@ -25,7 +25,7 @@ func TestWatchdogStallsAWaitingReply(t *testing.T) {
 	case <-time.After(20 * d):
 		t.Fatal("a reply waiting 20 timeouts did not stall the connection")
 	}
-	w.end()
+	w.End()
 }
 
 // Replies that each take less than the timeout keep the connection even
@@ -34,17 +34,17 @@ func TestWatchdogStallsAWaitingReply(t *testing.T) {
 func TestWatchdogSparesProgress(t *testing.T) {
 	const d = 40 * time.Millisecond
 	var stalls atomic.Int32
-	w := newReplyWatchdog(d, func() { stalls.Add(1) })
-	defer w.stop()
-	w.begin() // overlapping replies: never a moment with none waiting
+	w := NewWatchdog(d, func() { stalls.Add(1) })
+	defer w.Stop()
+	w.Begin() // overlapping replies: never a moment with none waiting
 	for end := time.Now().Add(10 * d); time.Now().Before(end); {
-		w.begin()
-		w.end()
+		w.Begin()
+		w.End()
 		time.Sleep(d / 10)
-		w.end()
-		w.begin()
+		w.End()
+		w.Begin()
 	}
-	w.end()
+	w.End()
 	if n := stalls.Load(); n != 0 {
 		t.Fatalf("%d stalls of a connection whose replies went out", n)
 	}
@@ -55,10 +55,10 @@ func TestWatchdogSparesProgress(t *testing.T) {
 func TestWatchdogDisarmsAndRearms(t *testing.T) {
 	const d = 40 * time.Millisecond
 	stalled := make(chan struct{}, 1)
-	w := newReplyWatchdog(d, func() { stalled <- struct{}{} })
-	defer w.stop()
-	w.begin()
-	w.end()
+	w := NewWatchdog(d, func() { stalled <- struct{}{} })
+	defer w.Stop()
+	w.Begin()
+	w.End()
 	deadline := time.Now().Add(20 * d)
 	for w.armed.Load() {
 		if time.Now().After(deadline) {
@@ -71,13 +71,13 @@ func TestWatchdogDisarmsAndRearms(t *testing.T) {
 		t.Fatal("stalled with no reply waiting")
 	default:
 	}
-	w.begin()
+	w.Begin()
 	select {
 	case <-stalled:
 	case <-time.After(20 * d):
 		t.Fatal("a reply begun after the watchdog disarmed was not watched")
 	}
-	w.end()
+	w.End()
 }
 
 // Replies begun and ended by many goroutines, some just as a tick
@@ -85,19 +85,19 @@ func TestWatchdogDisarmsAndRearms(t *testing.T) {
 func TestWatchdogConcurrentReplies(t *testing.T) {
 	const d = 20 * time.Millisecond
 	stalled := make(chan struct{}, 1)
-	w := newReplyWatchdog(d, func() {
+	w := NewWatchdog(d, func() {
 		select {
 		case stalled <- struct{}{}:
 		default:
 		}
 	})
-	defer w.stop()
+	defer w.Stop()
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for end := time.Now().Add(5 * d); time.Now().Before(end); {
-				w.begin()
-				w.end()
+				w.Begin()
+				w.End()
 				if time.Now().UnixNano()%7 == 0 {
 					time.Sleep(d / 3) // let ticks find no reply and disarm
 				}
@@ -110,30 +110,34 @@ func TestWatchdogConcurrentReplies(t *testing.T) {
 		t.Fatal("stalled while every reply went out")
 	default:
 	}
-	w.begin()
+	w.Begin()
 	select {
 	case <-stalled:
 	case <-time.After(50 * d):
 		t.Fatal("a waiting reply was left unwatched")
 	}
-	w.end()
+	w.End()
 }
+
+// replyTimeout is dispatch's DefaultReplyTimeout: the benchmark's timer
+// never fires.
+const replyTimeout = 10 * time.Second
 
 // BenchmarkWatchdog is what watching one reply costs, beside the timer per
 // reply the watchdog replaced.
 func BenchmarkWatchdog(b *testing.B) {
 	b.Run("watchdog", func(b *testing.B) {
-		w := newReplyWatchdog(DefaultReplyTimeout, func() {})
-		defer w.stop()
+		w := NewWatchdog(replyTimeout, func() {})
+		defer w.Stop()
 		for b.Loop() {
-			w.begin()
-			w.end()
+			w.Begin()
+			w.End()
 		}
 	})
 	b.Run("timer-per-reply", func(b *testing.B) {
 		t := time.AfterFunc(time.Hour, func() {})
 		for b.Loop() {
-			t.Reset(DefaultReplyTimeout)
+			t.Reset(replyTimeout)
 			t.Stop()
 		}
 	})
