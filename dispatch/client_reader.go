@@ -9,13 +9,8 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/rpcwire"
+	"github.com/zerodial/transport/internal/sweep"
 )
-
-// quietAfter is how long a client connection may go without a reader
-// before quietSweep gives it one, and how long a server connection's call
-// may run on the goroutine that read it before the reading is handed on
-// (inlineCall).
-const quietAfter = time.Millisecond
 
 // readRole decides who reads a client connection's socket: its watcher
 // goroutine (readLoop), or the caller whose reply is due.
@@ -27,8 +22,8 @@ const quietAfter = time.Millisecond
 // reply: the watcher parks whenever nothing is pending, and a caller that
 // finds nobody reading reads until its reply has come. The watcher reads
 // whenever a call or stream waits on a reader other than its own caller;
-// and on a connection quiet for quietAfter, quietSweep resumes it, to see
-// what the server sends unasked (a Drain notice; the end of the
+// and on a connection quiet for sweep.QuietAfter, the quiet sweep resumes
+// it, to see what the server sends unasked (a Drain notice; the end of the
 // connection). Only over a transport.FrameWaiter, whose wait a caller's
 // context can end between messages. It serves BenchmarkUnary's network
 // rows.
@@ -41,8 +36,8 @@ type readRole struct {
 	// where its context may interrupt it; interrupted, that it did.
 	waiting, interrupted bool
 	lastUse              int64 // when a caller last read (UnixNano)
-	// swept says quietSweep holds the connection, so that parking it
-	// again costs no visit to quietSweep's lock.
+	// swept says the quiet sweep holds the connection, so that parking
+	// it again costs no visit to the sweep's lock.
 	swept bool
 }
 
@@ -71,7 +66,7 @@ func (cc *clientConn) haltReading() {
 	r.halted = true
 	r.cond.Broadcast()
 	r.mu.Unlock()
-	sweep.remove(cc)
+	sweep.Remove(cc)
 }
 
 // idle reports whether nothing waits on the connection's reader: no call
@@ -95,7 +90,7 @@ func (cc *clientConn) parkWatcher() {
 	}
 	r.mu.Unlock()
 	if add {
-		sweep.add(cc)
+		sweep.Add(cc)
 	}
 }
 
@@ -127,7 +122,7 @@ func (cc *clientConn) needReader() {
 }
 
 // releaseRead ends a caller's reading: the watcher reads on if something
-// waits, else nobody until the next caller or quietSweep.
+// waits, else nobody until the next caller or the quiet sweep.
 func (cc *clientConn) releaseRead() {
 	r := &cc.role
 	r.mu.Lock()
@@ -142,18 +137,18 @@ func (cc *clientConn) releaseRead() {
 	}
 	r.mu.Unlock()
 	if add {
-		sweep.add(cc)
+		sweep.Add(cc)
 	}
 }
 
 // resumeIfQuiet gives the watcher back the reading once the connection has
-// been quiet for quietAfter; it reports whether quietSweep is done with
-// cc.
+// been quiet for sweep.QuietAfter; it reports whether the quiet sweep is
+// done with cc.
 func (cc *clientConn) resumeIfQuiet(now int64) bool {
 	r := &cc.role
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.halted && r.who == readByNobody && now-r.lastUse < int64(quietAfter) {
+	if !r.halted && r.who == readByNobody && now-r.lastUse < int64(sweep.QuietAfter) {
 		return false
 	}
 	if !r.halted && r.who == readByNobody {
@@ -220,62 +215,10 @@ func (cc *clientConn) interruptRead() {
 	r.mu.Unlock()
 }
 
-// quietSweep gives a reader back to the client connections that have had
-// none for quietAfter, and hands on the reading of server connections
-// whose call has run on the reading goroutine for quietAfter. It ticks
-// only while it has connections to watch.
-type quietSweep struct {
-	mu      sync.Mutex
-	items   map[sweepable]struct{}
-	running bool
-}
-
-// sweepable is a connection quietSweep watches: sweep reports whether it
-// is done with it.
-type sweepable interface{ sweep(now int64) bool }
-
-var sweep = &quietSweep{items: make(map[sweepable]struct{})}
-
-func (cc *clientConn) sweep(now int64) bool { return cc.resumeIfQuiet(now) }
-
-func (q *quietSweep) add(s sweepable) {
-	q.mu.Lock()
-	q.items[s] = struct{}{}
-	if !q.running {
-		q.running = true
-		go q.run()
-	}
-	q.mu.Unlock()
-}
-
-func (q *quietSweep) remove(s sweepable) {
-	q.mu.Lock()
-	delete(q.items, s)
-	q.mu.Unlock()
-}
-
-func (q *quietSweep) run() {
-	t := time.NewTicker(quietAfter)
-	defer t.Stop()
-	for {
-		q.mu.Lock()
-		if len(q.items) == 0 {
-			q.running = false
-			q.mu.Unlock()
-			return
-		}
-		q.mu.Unlock()
-		<-t.C
-		now := time.Now().UnixNano()
-		q.mu.Lock()
-		for s := range q.items {
-			if s.sweep(now) {
-				delete(q.items, s)
-			}
-		}
-		q.mu.Unlock()
-	}
-}
+// Sweep is the quiet sweep's visit (internal/sweep): the watcher gets
+// the reading back once the connection has been quiet for
+// sweep.QuietAfter.
+func (cc *clientConn) Sweep(now int64) bool { return cc.resumeIfQuiet(now) }
 
 func (cc *clientConn) readLoop() {
 	defer close(cc.done)

@@ -59,7 +59,7 @@ func wireOf(v any) transport.Wire {
 
 // shortcuts is the process-local registry, package state since the point
 // is to find a Server of this process by address alone. The other piece of
-// package state beside pools is sweep, the quiet sweep (client_reader.go).
+// process-wide state beside pools, the quiet sweep, is internal/sweep's.
 var shortcuts registry
 
 // lookup returns the live entry at k that a client speaking w reaches.

@@ -78,11 +78,11 @@ type serverConn struct {
 	drainAcked signal.Signal
 
 	// inline is when the call running on the reading goroutine began
-	// (UnixNano), 0 when none does, handedOn once quietSweep has given
-	// the reading to another worker (inlineCall).
+	// (UnixNano), 0 when none does, handedOn once the quiet sweep has given
+	// the reading to another worker (runInline).
 	inline atomic.Int64
-	// swept says quietSweep holds the connection, so that a call run
-	// inline costs no visit to quietSweep's lock.
+	// swept says the quiet sweep holds the connection, so that a call
+	// run inline costs no visit to the sweep's lock.
 	swept atomic.Bool
 	// inlineOK is set when sock is a transport.FrameWaiter, the transports
 	// a call that comes alone is faster on the reading goroutine over.

@@ -1,9 +1,13 @@
 package dispatch
 
-import "time"
+import (
+	"time"
 
-// handedOn marks a serverConn's inline call whose connection quietSweep
-// has given another reader.
+	"github.com/zerodial/transport/internal/sweep"
+)
+
+// handedOn marks a serverConn's inline call whose connection the quiet
+// sweep has given another reader.
 const handedOn = -1
 
 // lone reports whether the call just started is the connection's only
@@ -15,9 +19,9 @@ const handedOn = -1
 // rows; floor-tcp-relay in bench/). A call that comes alone runs where it
 // was read, and the reader reads on when it returns: nothing else is
 // waiting to be read, unless a request arrives meanwhile — and for that,
-// once the call has run for quietAfter, quietSweep hands the reading to
-// another worker, so a slow call holds a second one up by that much at
-// most.
+// once the call has run for sweep.QuietAfter, the quiet sweep hands the
+// reading to another worker, so a slow call holds a second one up by that
+// much at most.
 func (c *serverConn) lone() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -30,17 +34,18 @@ func (c *serverConn) runInline(call *serverCall) bool {
 	start := time.Now().UnixNano()
 	c.inline.Store(start)
 	if c.swept.CompareAndSwap(false, true) {
-		sweep.add(c)
+		sweep.Add(c)
 	}
 	c.srv.serveIncoming(call, call.name)
 	return c.inline.CompareAndSwap(start, 0)
 }
 
-// sweep hands the reading on when the inline call has run for
-// quietAfter; it reports whether quietSweep is done with c.
-func (c *serverConn) sweep(now int64) bool {
+// Sweep is the quiet sweep's visit (internal/sweep): it hands the
+// reading on when the inline call has run for sweep.QuietAfter, and
+// reports whether the sweep is done with c.
+func (c *serverConn) Sweep(now int64) bool {
 	start := c.inline.Load()
-	if start > 0 && now-start < int64(quietAfter) {
+	if start > 0 && now-start < int64(sweep.QuietAfter) {
 		return false
 	}
 	if start > 0 && c.inline.CompareAndSwap(start, handedOn) {
