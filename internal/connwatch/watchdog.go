@@ -1,7 +1,6 @@
 package connwatch
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -21,25 +20,18 @@ const watchdogTicks = 4
 // reply closes the connection between the timeout and 5/4 of it after it
 // began to wait.
 type Watchdog struct {
-	timeout time.Duration
-	stall   func()
-	timer   *time.Timer
+	stall func()
+	ticks ticks // progress: replies written so far
 
-	writing atomic.Int64  // replies being written now
-	written atomic.Uint64 // replies written so far
-	armed   atomic.Bool   // the timer is set, or its tick is running
-
-	mu    sync.Mutex // the tick's own state; only tick takes it
-	last  uint64     // written, as the last tick saw it
-	stuck int        // ticks in a row with a reply waiting and none written
+	writing atomic.Int64 // replies being written now
+	armed   atomic.Bool  // the timer is set, or its tick is running
 }
 
-// NewWatchdog returns a watchdog calling stall when a reply waits
-// longer than timeout, which must be positive.
+// NewWatchdog returns a watchdog calling stall when a reply waits longer
+// than timeout, which must be positive.
 func NewWatchdog(timeout time.Duration, stall func()) *Watchdog {
-	w := &Watchdog{timeout: timeout, stall: stall}
-	w.timer = time.AfterFunc(time.Hour, w.tick)
-	w.timer.Stop()
+	w := &Watchdog{stall: stall}
+	w.ticks.init(timeout, watchdogTicks, w.tick)
 	return w
 }
 
@@ -48,19 +40,19 @@ func NewWatchdog(timeout time.Duration, stall func()) *Watchdog {
 func (w *Watchdog) Begin() {
 	w.writing.Add(1)
 	if !w.armed.Load() && w.armed.CompareAndSwap(false, true) {
-		w.timer.Reset(w.timeout / watchdogTicks)
+		w.ticks.next()
 	}
 }
 
 // End marks a reply begun with Begin as written (or failed).
 func (w *Watchdog) End() {
-	w.written.Add(1)
+	w.ticks.advance()
 	w.writing.Add(-1)
 }
 
 // Stop stops the timer of a connection that is finished. A reply begun
 // later sets it again, for one tick.
-func (w *Watchdog) Stop() { w.timer.Stop() }
+func (w *Watchdog) Stop() { w.ticks.stop() }
 
 // tick runs every quarter of the timeout while replies are being written.
 //
@@ -69,34 +61,22 @@ func (w *Watchdog) Stop() { w.timer.Stop() }
 // written since the tick before counts again from zero while one waits. So
 // when watchdogTicks ticks in a row see none written, the reply that was
 // waiting when counting began is still waiting: it has waited the timeout.
-// Begin and tick both read the other's atomic after writing their own, so
-// a reply begun as tick disarms is seen by one of them, and the
-// CompareAndSwap lets only one set the timer.
+// With no reply waiting the count starts again from zero and the timer is
+// left unset. Begin and tick both read the other's atomic after writing
+// their own, so a reply begun as tick disarms is seen by one of them, and
+// the CompareAndSwap lets only one set the timer.
 func (w *Watchdog) tick() {
-	w.mu.Lock()
-	n := w.written.Load()
-	if w.writing.Load() == 0 {
-		w.stuck, w.last = 0, n
+	waiting := w.writing.Load() > 0
+	stuck := w.ticks.see(!waiting)
+	if !waiting {
 		w.armed.Store(false)
-		rearm := w.writing.Load() > 0 && w.armed.CompareAndSwap(false, true)
-		w.mu.Unlock()
-		if rearm {
-			w.timer.Reset(w.timeout / watchdogTicks)
+		if w.writing.Load() > 0 && w.armed.CompareAndSwap(false, true) {
+			w.ticks.next()
 		}
 		return
 	}
-	if n != w.last {
-		w.stuck, w.last = 0, n
-	} else {
-		w.stuck++
-	}
-	stalled := w.stuck >= watchdogTicks
-	if stalled {
-		w.stuck = 0
-	}
-	w.mu.Unlock()
-	w.timer.Reset(w.timeout / watchdogTicks)
-	if stalled {
+	w.ticks.next()
+	if stuck == watchdogTicks {
 		w.stall()
 	}
 }
