@@ -55,3 +55,60 @@ func TestIdleWatch(t *testing.T) {
 		}
 	})
 }
+
+// waitLong bounds a wait for something that must happen: generous, since
+// the machine may be loaded; only a failing test waits that long.
+const waitLong = 10 * time.Second
+
+// The timeout counts from the last activity: a connection that was busy
+// until some moment goes no sooner than the timeout after it, and goes.
+func TestIdleCountsFromTheLastActivity(t *testing.T) {
+	const d = 80 * time.Millisecond
+	expired := make(chan time.Time, 1)
+	w := NewIdle(d, func() bool { return false }, func() {}, func() { expired <- time.Now() })
+	defer w.Stop()
+	var last time.Time
+	for end := time.Now().Add(3 * d); time.Now().Before(end); time.Sleep(d / 4) {
+		last = time.Now()
+		w.Touch()
+	}
+	select {
+	case at := <-expired:
+		if idle := at.Sub(last); idle < d {
+			t.Fatalf("expired %v after the last activity, before the timeout %v", idle, d)
+		}
+	case <-time.After(waitLong):
+		t.Fatal("did not expire once activity stopped")
+	}
+}
+
+// quiet is told once a connection has been idle for a tick, once per
+// spell of quiet: not again on the ticks that follow, and again after
+// activity.
+func TestIdleQuietOncePerSpell(t *testing.T) {
+	const d = 800 * time.Millisecond // a tick every 100 ms
+	quiets := make(chan time.Time, 8)
+	w := NewIdle(d, func() bool { return false }, func() { quiets <- time.Now() }, func() {})
+	defer w.Stop()
+	start := time.Now()
+	select {
+	case at := <-quiets:
+		if waited := at.Sub(start); waited < d/idleTicks {
+			t.Fatalf("quiet after %v, before a tick of %v", waited, d/idleTicks)
+		}
+	case <-time.After(waitLong):
+		t.Fatal("quiet was not told of an idle connection")
+	}
+	time.Sleep(3 * d / idleTicks) // three more quiet ticks, or more
+	select {
+	case <-quiets:
+		t.Fatal("quiet told twice in one spell of quiet")
+	default:
+	}
+	w.Touch()
+	select {
+	case <-quiets:
+	case <-time.After(waitLong):
+		t.Fatal("quiet was not told again after activity")
+	}
+}

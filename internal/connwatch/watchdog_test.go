@@ -142,3 +142,37 @@ func BenchmarkWatchdog(b *testing.B) {
 		}
 	})
 }
+
+// A reply that stays stuck past one stall is reported again a timeout
+// later, and one whose write ends in time is not reported at all.
+func TestWatchdogStallsAgainAndSparesAReplyInTime(t *testing.T) {
+	const d = 80 * time.Millisecond
+	stalled := make(chan time.Time, 4)
+	w := NewWatchdog(d, func() { stalled <- time.Now() })
+	defer w.Stop()
+	w.Begin()
+	time.Sleep(d / 2)
+	w.End() // written within the timeout
+	time.Sleep(2 * d)
+	select {
+	case <-stalled:
+		t.Fatal("stalled on a reply written within the timeout")
+	default:
+	}
+	w.Begin()
+	var first time.Time
+	select {
+	case first = <-stalled:
+	case <-time.After(20 * d):
+		t.Fatal("a waiting reply did not stall the connection")
+	}
+	select {
+	case at := <-stalled:
+		if gap := at.Sub(first); gap < d {
+			t.Fatalf("stalled again %v after the first stall, before the timeout %v", gap, d)
+		}
+	case <-time.After(20 * d):
+		t.Fatal("a reply still waiting was not reported again")
+	}
+	w.End()
+}

@@ -1,0 +1,101 @@
+package sweep_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/zerodial/transport/internal/sweep"
+)
+
+// waitLong bounds a wait for something that must happen: generous, since
+// the machine may be loaded; only a failing test waits that long.
+const waitLong = 10 * time.Second
+
+// item says it is done after visits visits, and records the times it was
+// given.
+type item struct {
+	visits int
+	mu     sync.Mutex
+	nows   []int64
+	done   chan struct{} // closed at the last visit
+}
+
+func newItem(visits int) *item { return &item{visits: visits, done: make(chan struct{})} }
+
+func (it *item) Sweep(now int64) bool {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.nows = append(it.nows, now)
+	if len(it.nows) == it.visits {
+		close(it.done)
+	}
+	return len(it.nows) >= it.visits
+}
+
+func (it *item) seen() []int64 {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return append([]int64(nil), it.nows...)
+}
+
+func (it *item) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-it.done:
+	case <-time.After(waitLong):
+		t.Fatalf("visited %d times, not %d", len(it.seen()), it.visits)
+	}
+}
+
+// An item is visited on every tick, with the tick's time, until it says
+// the sweep is done with it, and not after; with no items left the
+// sweep's goroutine ends (goleak), and a new item starts it again.
+func TestSweepVisitsUntilDone(t *testing.T) {
+	for round := range 2 {
+		before := time.Now().UnixNano()
+		a, b := newItem(3), newItem(5)
+		sweep.Add(a)
+		sweep.Add(b)
+		sweep.Add(a) // already watched: still one visit a tick
+		a.wait(t)
+		b.wait(t)
+		after := time.Now().UnixNano()
+		time.Sleep(20 * sweep.QuietAfter)
+		for _, it := range []*item{a, b} {
+			nows := it.seen()
+			if len(nows) != it.visits {
+				t.Fatalf("round %d: visited %d times after saying done at %d", round, len(nows), it.visits)
+			}
+			for i, now := range nows {
+				if now < before || now > after || (i > 0 && now <= nows[i-1]) {
+					t.Fatalf("round %d: visit %d given %d, not a tick's time in [%d, %d] after the one before", round, i, now, before, after)
+				}
+			}
+		}
+		goleak.VerifyNone(t) // the sweep's goroutine has ended
+	}
+}
+
+// A removed item is not visited once Remove has returned, and the sweep
+// stops with nothing left.
+func TestSweepRemove(t *testing.T) {
+	it := newItem(1 << 30) // never done
+	sweep.Add(it)
+	deadline := time.Now().Add(waitLong)
+	for len(it.seen()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("an item added was not visited")
+		}
+		time.Sleep(sweep.QuietAfter)
+	}
+	sweep.Remove(it)
+	n := len(it.seen())
+	time.Sleep(20 * sweep.QuietAfter)
+	if m := len(it.seen()); m != n {
+		t.Fatalf("visited %d times after Remove", m-n)
+	}
+	goleak.VerifyNone(t)
+}
