@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/signal"
 )
 
 // Client calls the methods of one address. It is safe for concurrent use:
@@ -27,14 +28,13 @@ type Client struct {
 	netPath Path
 	remote  net.Addr
 
-	mu         sync.Mutex
-	conn       callConn // nil until needed, and after it fails
-	dialing    *dialing // a Dial under way, which other callers wait for
-	closed     bool
-	closedFlag atomic.Bool // closed, readable without the lock
-	life       context.Context
-	endLife    context.CancelFunc // ends a Dial under way when the Client closes
-	found      atomic.Pointer[found]
+	mu      sync.Mutex
+	conn    callConn // nil until needed, and after it fails
+	dialing *dialing // a Dial under way, which other callers wait for
+	// closed is set by Close, under mu, so that what is read under mu
+	// (conn, dialing) agrees with it; hot paths read it without the lock.
+	closed signal.Signal
+	found  atomic.Pointer[found]
 	// reached is the Server the shortcut last reached: while it drains, the
 	// Client is answered as a connection open to it would be, even though
 	// its listener, and so its shortcut entry, is gone.
@@ -63,10 +63,13 @@ func (c *Client) method(srv *Server, name string) (*method, *Error) {
 }
 
 // dialing is a Dial in progress; done is closed when conn or err is set.
+// cancel ends the Dial: Close calls it, so that a Dial under way ends when
+// the Client closes.
 type dialing struct {
-	done chan struct{}
-	conn callConn
-	err  error
+	done   chan struct{}
+	cancel context.CancelFunc
+	conn   callConn
+	err    error
 }
 
 func (c *Client) watch(x *shortcutCtx)   { c.watching.add(x) }
@@ -110,7 +113,6 @@ func newAddrClient(tr transport.Transport, addr string, o clientOptions, set *re
 	if set == nil {
 		c.key, c.wire = clientKey(tr, addr), wireOf(tr)
 	}
-	c.life, c.endLife = context.WithCancel(context.Background())
 	if fl, ok := tr.(transport.FrameLimiter); ok {
 		c.limit = fl.MaxFrameSize()
 	}
@@ -135,7 +137,6 @@ func NewClient(sock transport.Socket, opts ...ClientOption) (*Client, error) {
 	o.shortcut = ShortcutOff
 	c := &Client{addr: sock.RemoteAddr().String(), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
 		netPath: pathOfWire(transport.Wire{}, sock), remote: sock.RemoteAddr()}
-	c.life, c.endLife = context.WithCancel(context.Background())
 	c.conn = newClientConn(sock, o.codec, o.logger)
 	return c, nil
 }
@@ -146,7 +147,7 @@ func NewClient(sock transport.Socket, opts ...ClientOption) (*Client, error) {
 func (c *Client) connect(ctx context.Context) (callConn, error) {
 	for {
 		c.mu.Lock()
-		if c.closed {
+		if c.closed.IsSet() {
 			c.mu.Unlock()
 			return nil, ErrShutdown
 		}
@@ -162,10 +163,11 @@ func (c *Client) connect(ctx context.Context) (callConn, error) {
 		}
 		d := c.dialing
 		if d == nil {
-			d = &dialing{done: make(chan struct{})}
+			dctx, cancel := context.WithCancel(ctx)
+			d = &dialing{done: make(chan struct{}), cancel: cancel}
 			c.dialing = d
 			c.mu.Unlock()
-			return c.dial(ctx, d)
+			return c.dial(dctx, d)
 		}
 		c.mu.Unlock()
 		select {
@@ -186,27 +188,24 @@ func (c *Client) connect(ctx context.Context) (callConn, error) {
 	}
 }
 
-// dial makes the connection d stands for.
+// dial makes the connection d stands for, within ctx, which d.cancel ends.
 func (c *Client) dial(ctx context.Context, d *dialing) (callConn, error) {
-	dctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(c.life, cancel)
-	sock, err := c.tr.Dial(dctx, c.addr)
-	stop()
-	cancel()
+	sock, err := c.tr.Dial(ctx, c.addr)
+	d.cancel()
 	c.mu.Lock()
 	c.dialing = nil
 	var failed callConn
 	switch {
 	case err != nil:
 		err = &dialError{fmt.Errorf("dispatch: dial %s %s: %w", c.tr, c.addr, err)}
-	case c.closed:
+	case c.closed.IsSet():
 		sock.Close()
 		err = ErrShutdown
 	default:
 		failed = c.conn // if any: it has failed, and is closed to free what it holds
 		c.conn = newClientConn(sock, c.opts.codec, c.opts.logger)
 	}
-	if c.closed {
+	if c.closed.IsSet() {
 		err = ErrShutdown
 	}
 	d.conn, d.err = c.conn, err
@@ -234,18 +233,18 @@ func (e *dialError) Unwrap() error { return e.err }
 // so return ErrShutdown when the handler does.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	if c.closed {
+	if !c.closed.Set(ErrShutdown) {
 		c.mu.Unlock()
 		return ErrShutdown
 	}
-	c.closed = true
-	c.closedFlag.Store(true)
-	conn := c.conn
+	conn, d := c.conn, c.dialing
 	c.mu.Unlock()
 	if c.set != nil {
 		c.set.close()
 	}
-	c.endLife()
+	if d != nil {
+		d.cancel() // its dial sees closed when it returns
+	}
 	c.watching.cancelAll()
 	if conn != nil {
 		conn.close()
@@ -336,13 +335,13 @@ func (c *Client) call(ctx context.Context, serviceMethod string, args, reply any
 // refused with errShuttingDown, as the draining Server would refuse it.
 func (c *Client) reachedDraining() bool {
 	srv := c.reached.Load()
-	return srv != nil && srv.isDraining() && !c.closedFlag.Load()
+	return srv != nil && srv.isDraining() && !c.closed.IsSet()
 }
 
 // netConn returns the connection a call or stream takes over the network,
 // dialling it if need be, or the error it fails with at once.
 func (c *Client) netConn(ctx context.Context) (callConn, error) {
-	if c.closedFlag.Load() {
+	if c.closed.IsSet() {
 		return nil, ErrShutdown
 	}
 	if ctx.Err() != nil {

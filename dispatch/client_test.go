@@ -449,6 +449,30 @@ func TestClientSlowDialBlocksNobodyElse(t *testing.T) {
 	}
 }
 
+// A Dial under way ends when the Client closes, though the caller's context
+// never would: its call fails with ErrShutdown, and the transport's Dial
+// sees its context end.
+func TestClientCloseEndsDialUnderWay(t *testing.T) {
+	m := memory.New()
+	tr := &gatedDialer{Transport: m, entered: make(chan struct{}, 8), release: make(chan struct{})}
+	defer close(tr.release)
+	srv, _, _ := newServer(t)
+	addr := serve(t, srv, m, "")
+	c, err := dispatch.Dial(context.Background(), tr, addr)
+	require.NoError(t, err)
+	require.NoError(t, srv.Close())
+	require.Eventually(t, func() bool {
+		err := c.Call(context.Background(), "Arith.Multiply", Args{1, 1}, new(int))
+		return isConnFailure(err) && err != dispatch.ErrShutdown
+	}, waitLong, time.Millisecond)
+
+	tr.block.Store(true)
+	first := callAsync(c, context.Background(), "Arith.Multiply", Args{1, 1}, new(int))
+	recv(t, tr.entered, waitLong, "the caller's Dial")
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, recv(t, first, waitLong, "the call whose Dial the Client's Close ended"), dispatch.ErrShutdown)
+}
+
 // Bug: a call's context does not bound the sending of its request. When the
 // peer stops reading, Send blocks once the socket's buffers are full (64
 // messages on memory), holding the send mutex; that call and every call

@@ -93,7 +93,7 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 		return false // they see the stream the ordinary way
 	}
 	m, direct, cdc, e2 := c.streamMethod(srv, name, in, out)
-	if e2 != nil || c.closedFlag.Load() {
+	if e2 != nil || c.closed.IsSet() {
 		return false // the ordinary way words every refusal
 	}
 	if len(outgoing(ctx)) > 0 && c.sizes(ctx, e, name, nil).near {
@@ -129,7 +129,7 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 	// the caller's loop body has gone on up.
 	if !f.broke {
 		switch {
-		case c.closedFlag.Load() || srv.stopped.Load():
+		case c.closed.IsSet() || srv.stopped.Load():
 			err = c.stoppedError()
 		default:
 			md := f.s.hctx.sealReply()

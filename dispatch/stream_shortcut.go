@@ -172,7 +172,7 @@ func (s *memStream) Check() error {
 		s.giveUp()
 		return ctxError(s.ctx)
 	}
-	if s.c.closedFlag.Load() || s.srv.stopped.Load() {
+	if s.c.closed.IsSet() || s.srv.stopped.Load() {
 		s.giveUp()
 		return s.c.stoppedError()
 	}
@@ -188,7 +188,7 @@ func (s *memStream) Wait(ch <-chan struct{}) error {
 	case <-s.ctx.Done():
 		s.giveUp()
 		return ctxError(s.ctx)
-	case <-s.c.life.Done():
+	case <-s.c.closed.Signal():
 	case <-s.srv.stopping:
 	}
 	s.giveUp()
