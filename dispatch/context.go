@@ -178,7 +178,7 @@ func (c *shortcutCtx) checkLocked() ([]*afterFunc, endHook, bool) {
 	if err := c.parent.Err(); err != nil {
 		return c.cancelLocked(err)
 	}
-	if c.client.closed.IsSet() || c.ent.srv.stopped.Load() {
+	if c.client.closed.IsSet() || c.ent.srv.stopped.IsSet() {
 		return c.cancelLocked(context.Canceled)
 	}
 	return nil, nil, false
@@ -217,7 +217,7 @@ func (c *shortcutCtx) Done() <-chan struct{} {
 		c.client.watch(c)
 		c.ent.srv.watch(c)
 		// Either may have stopped while we registered.
-		if c.client.closed.IsSet() || c.ent.srv.stopped.Load() {
+		if c.client.closed.IsSet() || c.ent.srv.stopped.IsSet() {
 			c.cancel(context.Canceled)
 		}
 		// The context may have ended meanwhile, and ended's unwatch run

@@ -22,7 +22,7 @@ type routes struct {
 func (s *Server) add(ms ...*method) error {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
-	if s.isClosed() {
+	if s.closed.IsSet() {
 		return fmt.Errorf("dispatch: registering %s: %w", ms[0].name, ErrServerClosed)
 	}
 	old := s.routes.Load()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/connwatch"
+	"github.com/zerodial/transport/internal/signal"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -24,34 +25,34 @@ type Server struct {
 	regMu  sync.Mutex
 	gate   *gate
 
-	// stopped is set when the Server stops without waiting (Close, or a
-	// Shutdown whose context ended): calls in flight lose their callers.
-	stopped  atomic.Bool
-	stopping chan struct{} // closed when stopped is set
-	// draining says whether a Shutdown is waiting for calls in flight:
-	// until it closes the connections, a connection still open to the
-	// Server has new calls answered with CodeUnavailable, and so does a
-	// shortcut Client that reached the Server before.
-	draining atomic.Int32
-	stopOnce sync.Once
-	watching watchers // shortcut handler contexts to end then
+	// The Server's life is three signals, each set once, in this order
+	// for a Shutdown:
+	//
+	//   - closed: Shutdown or Close has begun (set under mu, with the
+	//     listeners' closing and the hooks' start); it ends an accept
+	//     backoff, and ShuttingDown gives its channel to the handlers.
+	//   - drained: the connections close (Shutdown, once the calls in
+	//     flight are done or its ctx ended; Close before closed).
+	//     While closed is set and drained is not, the Server drains
+	//     (isDraining).
+	//   - stopped: the Server stops without waiting (Close, or a Shutdown
+	//     whose context ended): calls in flight lose their callers.
+	closed   signal.Signal
+	drained  signal.Signal
+	stopped  signal.Signal
+	watching watchers // shortcut handler contexts to end when stopped
 
-	mu     sync.Mutex
-	closed bool
-	// closing is closed with closed: it ends an accept backoff, and it is
-	// what ShuttingDown gives the Server's handlers.
-	closing   chan struct{}
+	mu        sync.Mutex
 	listeners map[transport.Listener]struct{}
 	conns     map[servedConn]struct{}
 	serving   sync.WaitGroup    // Serve loops and connections
 	onStop    []func()          // RegisterOnShutdown's, until the Server stops
 	hooksRun  []<-chan struct{} // then each started hook's, closed as it returns
 
-	tasks    chan task // to idle workers
-	workers  sync.WaitGroup
-	idle     atomic.Int32  // workers waiting for a task
-	quit     chan struct{} // closed when the Server is done, to end idle workers
-	quitOnce sync.Once
+	tasks   chan task // to idle workers
+	workers sync.WaitGroup
+	idle    atomic.Int32  // workers waiting for a task
+	quit    signal.Signal // set when the Server is done, to end idle workers
 }
 
 // NewServer returns a Server with no methods. Invalid options are reported,
@@ -64,9 +65,6 @@ func NewServer(opts ...ServerOption) *Server {
 		listeners: make(map[transport.Listener]struct{}),
 		conns:     make(map[servedConn]struct{}),
 		tasks:     make(chan task),
-		quit:      make(chan struct{}),
-		stopping:  make(chan struct{}),
-		closing:   make(chan struct{}),
 	}
 	s.routes.Store(&routes{methods: map[string]*method{}, services: map[string]bool{}})
 	return s
@@ -74,15 +72,13 @@ func NewServer(opts ...ServerOption) *Server {
 
 var errShuttingDown = &Error{Code: CodeUnavailable, Message: "dispatch: server is shutting down"}
 
-// The states of Server.draining.
-const (
-	serving int32 = iota
-	draining
-	drained
-)
-
-// isDraining reports whether a Shutdown is waiting for the calls in flight.
-func (s *Server) isDraining() bool { return s.draining.Load() == draining }
+// isDraining reports whether a Shutdown is waiting for the calls in flight:
+// until it closes the connections, a connection still open to the Server
+// has new calls answered with CodeUnavailable, and so does a shortcut
+// Client that reached the Server before. Never during Close, which sets
+// drained before closed; closed is read first, so that a Shutdown seen
+// begun and not yet drained is draining still.
+func (s *Server) isDraining() bool { return s.closed.IsSet() && !s.drained.IsSet() }
 
 // Serve accepts sockets from l and serves calls on them until l fails or the
 // Server is shut down. While it serves, Clients of this process with the
@@ -131,7 +127,7 @@ func (s *Server) begin(l transport.Listener) (stop func(), err error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	if s.closed {
+	if s.closed.IsSet() {
 		s.mu.Unlock()
 		return nil, ErrServerClosed
 	}
@@ -159,7 +155,7 @@ func (s *Server) acceptLoop(l transport.Listener, stop func()) error {
 	for {
 		sock, err := l.Accept()
 		if err != nil {
-			if s.isClosed() {
+			if s.closed.IsSet() {
 				return ErrServerClosed
 			}
 			if errors.Is(err, transport.ErrClosed) {
@@ -172,7 +168,7 @@ func (s *Server) acceptLoop(l transport.Listener, stop func()) error {
 			// A Shutdown or Close meanwhile ends the wait, not the next Accept.
 			select {
 			case <-time.After(backoff):
-			case <-s.closing:
+			case <-s.closed.Signal():
 				return ErrServerClosed
 			}
 			continue
@@ -185,18 +181,12 @@ func (s *Server) acceptLoop(l transport.Listener, stop func()) error {
 	}
 }
 
-func (s *Server) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
 // ServeSocket serves calls on one socket until it fails, and returns then.
 // Serve calls it for every socket it accepts; it is exported for sockets made
 // some other way (a dialled socket serving calls back, say).
 func (s *Server) ServeSocket(sock transport.Socket) {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed.IsSet() {
 		s.mu.Unlock()
 		sock.Close()
 		return
@@ -212,7 +202,7 @@ func (s *Server) ServeSocket(sock transport.Socket) {
 func (s *Server) serveSocket(sock transport.Socket, wire transport.Wire) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed.IsSet() {
 		return false
 	}
 	s.work(s.track(sock, wire))
@@ -271,7 +261,6 @@ func (s *Server) untrack(c *serverConn) {
 // stream that would run until its caller leaves (a subscription, a watch)
 // should end then, or Shutdown waits for it until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.draining.CompareAndSwap(serving, draining)
 	s.stopAccepting()
 	acks := s.notifyDrain()
 	err := s.gate.wait(ctx)
@@ -285,14 +274,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err != nil {
 		s.stop()
 	}
-	s.draining.Store(drained) // as the connections close
+	s.drained.Set(ErrServerClosed) // as the connections close
 	s.closeConns()
 	if err == nil {
 		s.serving.Wait()
 		s.stopWorkers()
 	} else {
 		// Calls still running end with their handlers; idle workers end now.
-		s.quitOnce.Do(func() { close(s.quit) })
+		s.quit.Set(ErrServerClosed)
 	}
 	// A hook registered while Shutdown waits (by another hook, say) starts
 	// at once: wait until a look at the hooks finds none that is new.
@@ -324,7 +313,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // handlers' contexts too.
 func ShuttingDown(ctx context.Context) <-chan struct{} {
 	if s, ok := ctx.Value(serverKey{}).(*Server); ok && s != nil {
-		return s.closing
+		return s.closed.Signal()
 	}
 	return nil
 }
@@ -367,7 +356,7 @@ func waitAll(ctx context.Context, chs []<-chan struct{}) error {
 // stopWorkers ends the idle workers and waits for them; a worker still
 // running a call ends when the call does.
 func (s *Server) stopWorkers() {
-	s.quitOnce.Do(func() { close(s.quit) })
+	s.quit.Set(ErrServerClosed)
 	s.workers.Wait()
 }
 
@@ -378,20 +367,19 @@ func (s *Server) stopWorkers() {
 // wait for them: a hook that blocks does not hold Close up. A Shutdown
 // called after Close waits for them, bounded by its ctx.
 func (s *Server) Close() error {
-	s.draining.Store(drained)
+	s.drained.Set(ErrServerClosed) // before closed: Close never drains
 	s.stopAccepting()
 	s.stop()
 	s.closeConns()
 	s.serving.Wait()
-	s.quitOnce.Do(func() { close(s.quit) })
+	s.quit.Set(ErrServerClosed)
 	return nil
 }
 
 // stop fails the calls in flight on the shortcut, as closing the
 // connections fails those on the network.
 func (s *Server) stop() {
-	s.stopped.Store(true)
-	s.stopOnce.Do(func() { close(s.stopping) })
+	s.stopped.Set(ErrServerClosed)
 	s.watching.cancelAll()
 }
 
@@ -410,7 +398,7 @@ func (s *Server) unwatch(c *shortcutCtx) { s.watching.remove(c) }
 // one, waits for it too.
 func (s *Server) RegisterOnShutdown(f func()) {
 	s.mu.Lock()
-	if !s.closed {
+	if !s.closed.IsSet() {
 		s.onStop = append(s.onStop, f)
 		s.mu.Unlock()
 		return
@@ -449,12 +437,10 @@ func (s *Server) startedHooks() []<-chan struct{} {
 func (s *Server) stopAccepting() {
 	s.mu.Lock()
 	run := func() {}
-	if !s.closed {
-		close(s.closing)
+	if s.closed.Set(ErrServerClosed) {
 		run = s.trackHooksLocked(s.onStop)
 		s.onStop = nil
 	}
-	s.closed = true
 	ls := make([]transport.Listener, 0, len(s.listeners))
 	for l := range s.listeners {
 		ls = append(ls, l)

@@ -118,7 +118,7 @@ func (c *Client) outcome(ctx context.Context, srv *Server, reply any, err error,
 	if ctx.Err() != nil {
 		err = ctxError(ctx)
 		ans.lost()
-	} else if c.closed.IsSet() || srv.stopped.Load() {
+	} else if c.closed.IsSet() || srv.stopped.IsSet() {
 		err = c.stoppedError()
 		ans.lost()
 	}
@@ -197,7 +197,7 @@ func (c *Client) runHandler(ctx context.Context, ent *entry, m *method, path Pat
 	d.srv, d.m, d.ctx, d.sctx, d.a, d.r = srv, m, hctx, hsc, a, r
 	srv.gate.join() // for the handler, which may outlive this call
 	srv.work(d)
-	if why := d.wait(ctx, c.closed.Signal(), srv.stopping); why != nil {
+	if why := d.wait(ctx, c.closed.Signal(), srv.stopped.Signal()); why != nil {
 		if d.state.CompareAndSwap(detachedRunning, detachedAbandoned) {
 			// From here on the worker owns d and frees it.
 			if hsc != nil {

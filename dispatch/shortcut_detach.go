@@ -65,8 +65,8 @@ func (d *detachedCall) run() {
 }
 
 // wait returns nil when d's handler has returned, or why the caller stops
-// waiting first: ctx ended, or life or stopping (the Client's and the
-// Server's) closed.
+// waiting first: ctx ended, or closed or stopped (the Client's and the
+// Server's signals) closed.
 //
 // It yields once before it parks. Server.work has just made the worker
 // runnable next on this P, so a handler that does not block has usually
@@ -75,7 +75,7 @@ func (d *detachedCall) run() {
 // side. This serves BenchmarkCallDeadline (bench: zerodial-*-deadline),
 // where it halves the cost of the hand-off; TestDetachedWait tests both ways
 // through.
-func (d *detachedCall) wait(ctx context.Context, life, stopping <-chan struct{}) error {
+func (d *detachedCall) wait(ctx context.Context, closed, stopped <-chan struct{}) error {
 	runtime.Gosched()
 	select {
 	case <-d.done:
@@ -87,9 +87,9 @@ func (d *detachedCall) wait(ctx context.Context, life, stopping <-chan struct{})
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-life:
+	case <-closed:
 		return context.Canceled
-	case <-stopping:
+	case <-stopped:
 		return context.Canceled
 	}
 }

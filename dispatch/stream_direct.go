@@ -129,7 +129,7 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 	// the caller's loop body has gone on up.
 	if !f.broke {
 		switch {
-		case c.closed.IsSet() || srv.stopped.Load():
+		case c.closed.IsSet() || srv.stopped.IsSet():
 			err = c.stoppedError()
 		default:
 			md := f.s.hctx.sealReply()

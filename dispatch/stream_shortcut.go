@@ -172,7 +172,7 @@ func (s *memStream) Check() error {
 		s.giveUp()
 		return ctxError(s.ctx)
 	}
-	if s.c.closed.IsSet() || s.srv.stopped.Load() {
+	if s.c.closed.IsSet() || s.srv.stopped.IsSet() {
 		s.giveUp()
 		return s.c.stoppedError()
 	}
@@ -189,7 +189,7 @@ func (s *memStream) Wait(ch <-chan struct{}) error {
 		s.giveUp()
 		return ctxError(s.ctx)
 	case <-s.c.closed.Signal():
-	case <-s.srv.stopping:
+	case <-s.srv.stopped.Signal():
 	}
 	s.giveUp()
 	return s.c.stoppedError()

@@ -36,7 +36,7 @@ func (s *Server) worker(t task) {
 		select {
 		case t = <-s.tasks:
 			s.idle.Add(-1)
-		case <-s.quit:
+		case <-s.quit.Signal():
 			s.idle.Add(-1)
 			return
 		}
