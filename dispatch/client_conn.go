@@ -13,6 +13,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/rpcwire"
+	"github.com/zerodial/transport/internal/signal"
 )
 
 // clientConn is one socket's worth of calls: a writer shared by the callers
@@ -41,8 +42,11 @@ type clientConn struct {
 	// streams are the streams whose end has not arrived, by Seq, which
 	// they take from the same numbers as calls.
 	streams map[uint64]*clientStream
-	err     error // why the connection ended; nil while it works
-	done    chan struct{}
+	// ended is why the connection ended, unset while it works. It is set
+	// under mu with pending and streams swapped out, so that a call or
+	// stream that finds it unset under mu is in the maps fail answers.
+	ended signal.Signal
+	done  signal.Signal // set when the read loop has returned
 
 	// batch is sock's BatchSender, when it has one: requests go through
 	// it, so that the requests of callers sending at once share a write.
@@ -110,7 +114,6 @@ func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger) *clie
 		sending: make(chan struct{}, 1),
 		pending: make(map[uint64]*pending),
 		streams: make(map[uint64]*clientStream),
-		done:    make(chan struct{}),
 	}
 	cc.async, _ = sock.(transport.AsyncSender)
 	cc.batch, _ = sock.(transport.BatchSender)
@@ -120,29 +123,23 @@ func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger) *clie
 	return cc
 }
 
-func (cc *clientConn) failed() bool { return cc.failure() != nil }
+func (cc *clientConn) failed() bool { return cc.ended.IsSet() }
 
 // failure returns why the connection ended, or nil while it works.
-func (cc *clientConn) failure() error {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	return cc.err
-}
+func (cc *clientConn) failure() error { return cc.ended.Err() }
 
 // close fails every call in flight with ErrShutdown.
 func (cc *clientConn) close() {
 	cc.fail(ErrShutdown)
 	cc.sock.Close()
-	<-cc.done
+	<-cc.done.Signal()
 }
 
 // fail ends the connection for every call in flight. The first error
 // given is the one every call gets, later ones included.
 func (cc *clientConn) fail(err error) {
 	cc.mu.Lock()
-	if cc.err == nil {
-		cc.err = err
-	}
+	cc.ended.Set(err) // refused, and no matter, if it ended already
 	ps := cc.pending
 	cc.pending = make(map[uint64]*pending)
 	ss := cc.streams
@@ -166,7 +163,7 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 	p := pendings.Get().(*pending)
 	p.name, p.reply, p.err, p.capture = name, reply, nil, capturesOf(ctx)
 	cc.mu.Lock()
-	if err := cc.err; err != nil {
+	if err := cc.ended.Err(); err != nil {
 		cc.mu.Unlock()
 		release(p)
 		return err
@@ -355,7 +352,7 @@ func (cc *clientConn) lockSend(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctxError(ctx)
-	case <-cc.done:
+	case <-cc.done.Signal():
 		return cc.failure()
 	}
 }
@@ -408,7 +405,7 @@ func (cc *clientConn) sendCancel(seq uint64) {
 		case cc.sending <- struct{}{}:
 			_ = cc.sock.Send(m)
 			cc.unlockSend()
-		case <-cc.done:
+		case <-cc.done.Signal():
 		}
 	}()
 }

@@ -221,7 +221,7 @@ func (cc *clientConn) interruptRead() {
 func (cc *clientConn) Sweep(now int64) bool { return cc.resumeIfQuiet(now) }
 
 func (cc *clientConn) readLoop() {
-	defer close(cc.done)
+	defer cc.done.Set(nil)
 	for cc.role.watch() {
 		if !cc.readOne(&cc.rmsg) {
 			return

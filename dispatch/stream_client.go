@@ -59,7 +59,7 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int) (
 	s := &clientStream{cc: cc, ctx: ctx, name: name, capture: capturesOf(ctx), out: flow.NewCredit(0, false), closed: make(chan struct{})}
 	s.in = flow.NewInbox(window, s.grant)
 	cc.mu.Lock()
-	if err := cc.err; err != nil {
+	if err := cc.ended.Err(); err != nil {
 		cc.mu.Unlock()
 		return nil, err
 	}
