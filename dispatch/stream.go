@@ -11,6 +11,7 @@ import (
 
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/flow"
+	"github.com/zerodial/transport/internal/signal"
 )
 
 // Streams. A streaming method, registered with HandleStream, exchanges any
@@ -45,6 +46,56 @@ type callerEnd interface {
 	close()      // Close: cancel the stream unless it has ended; receive no more
 	ended() bool // the handler's end has arrived
 	codec() codec.Codec
+}
+
+// callerWait is the stream wait of a caller's end, on the network and on
+// the shortcut alike: its Check and Wait make the end a flow.Waiter, which
+// stops waiting when the caller closes the stream (closed), when its
+// context ends, and on the shortcut when the Client or the Server stops,
+// as a connection would fail. The last two give the stream up (stream's
+// giveUp). On the network c and srv are nil: the connection's failure
+// reaches the stream through its inbox and its credit.
+type callerWait struct {
+	ctx    context.Context // the caller's
+	closed signal.Signal   // set by the caller's Close
+	c      *Client         // the shortcut's; nil on the network
+	srv    *Server         // the shortcut's; nil on the network
+	stream interface{ giveUp() }
+}
+
+func (w *callerWait) Check() error {
+	if w.closed.IsSet() {
+		return ErrStreamDone
+	}
+	if w.ctx.Err() != nil {
+		w.stream.giveUp()
+		return ctxError(w.ctx)
+	}
+	if w.c != nil && (w.c.closed.IsSet() || w.srv.stopped.IsSet()) {
+		w.stream.giveUp()
+		return w.c.stoppedError()
+	}
+	return nil
+}
+
+func (w *callerWait) Wait(ch <-chan struct{}) error {
+	var cClosed, srvStopped <-chan struct{} // nil on the network: never ready
+	if w.c != nil {
+		cClosed, srvStopped = w.c.closed.Signal(), w.srv.stopped.Signal()
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-w.closed.Signal():
+		return ErrStreamDone
+	case <-w.ctx.Done():
+		w.stream.giveUp()
+		return ctxError(w.ctx)
+	case <-cClosed:
+	case <-srvStopped:
+	}
+	w.stream.giveUp()
+	return w.c.stoppedError()
 }
 
 // handlerEnd is the handler's half of a stream.

@@ -17,15 +17,13 @@ import (
 
 // clientStream is the caller's side of a stream over the network.
 type clientStream struct {
+	callerWait
 	cc      *clientConn
-	ctx     context.Context
 	name    string
 	seq     uint64
 	capture *capture
 	in      *flow.Inbox  // what the handler sends; fed by the read loop
 	out     *flow.Credit // the handler's window, for what the caller sends
-	closed  chan struct{}
-	once    sync.Once
 
 	// sendMsg and buf are Send's and CloseSend's (one at a time); win is
 	// the consumer's, for its window frames.
@@ -56,7 +54,8 @@ type clientStream struct {
 // openStream opens a stream of name on the connection: it takes a Seq from
 // the calls' and sends the open frame, with this end's window.
 func (cc *clientConn) openStream(ctx context.Context, name string, window int) (callerEnd, error) {
-	s := &clientStream{cc: cc, ctx: ctx, name: name, capture: capturesOf(ctx), out: flow.NewCredit(0, false), closed: make(chan struct{})}
+	s := &clientStream{callerWait: callerWait{ctx: ctx}, cc: cc, name: name, capture: capturesOf(ctx), out: flow.NewCredit(0, false)}
+	s.stream = s
 	s.in = flow.NewInbox(window, s.grant)
 	cc.mu.Lock()
 	if err := cc.ended.Err(); err != nil {
@@ -152,34 +151,6 @@ func (cc *clientConn) writeLocked(ctx context.Context, m *transport.Message) err
 		return err
 	}
 	return cc.sendFailed(ctx, err, "")
-}
-
-// Check and Wait make clientStream a flow.Waiter: the caller stops waiting when
-// its context ends or it closes the stream. The end of the stream and the
-// connection's failure reach it through the inbox and the credit.
-func (s *clientStream) Check() error {
-	select {
-	case <-s.closed:
-		return ErrStreamDone
-	default:
-	}
-	if s.ctx.Err() != nil {
-		s.giveUp()
-		return ctxError(s.ctx)
-	}
-	return nil
-}
-
-func (s *clientStream) Wait(ch <-chan struct{}) error {
-	select {
-	case <-ch:
-		return nil
-	case <-s.closed:
-		return ErrStreamDone
-	case <-s.ctx.Done():
-		s.giveUp()
-		return ctxError(s.ctx)
-	}
 }
 
 // giveUp records that the caller stopped before the end: a capture of
@@ -322,7 +293,7 @@ func (s *clientStream) cancel() {
 }
 
 func (s *clientStream) close() {
-	s.once.Do(func() { close(s.closed) })
+	s.closed.Set(ErrStreamDone)
 	s.giveUp()
 	if s.ctx.Err() != context.DeadlineExceeded {
 		// After the deadline the Timeout header has ended the handler's

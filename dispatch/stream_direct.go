@@ -160,7 +160,8 @@ func newFastStream(ctx context.Context, c *Client, e *entry, m *method, direct b
 		path = PathShortcutDirect
 	}
 	_, hctx := c.handlerCtx(ctx, e, m, path) // m.seesCtx: a stream always does
-	s := &memStream{c: c, srv: e.srv, ent: e, m: m, ctx: ctx, hctx: hctx, direct: direct, cdc: cdc, serverLimit: e.limit}
+	s := &memStream{callerWait: callerWait{ctx: ctx, c: c, srv: e.srv}, ent: e, m: m, hctx: hctx, direct: direct, cdc: cdc, serverLimit: e.limit}
+	s.stream = s
 	if s.serverLimit <= 0 {
 		s.serverLimit = c.limit
 	}

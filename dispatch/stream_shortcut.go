@@ -80,12 +80,10 @@ func (c *Client) streamMethod(srv *Server, name string, in, out reflect.Type) (*
 // memStream is a stream on the shortcut: the caller's side, and through
 // memHandler the handler's.
 type memStream struct {
-	c           *Client
-	srv         *Server
+	callerWait
 	ent         *entry
 	m           *method
-	ctx         context.Context // the caller's
-	hctx        *shortcutCtx    // the handler's
+	hctx        *shortcutCtx // the handler's
 	direct      bool
 	cdc         codec.Codec // the Server's, for the caller's messages and the handler's
 	serverLimit int
@@ -95,8 +93,6 @@ type memStream struct {
 	down   *flow.Inbox  // handler → caller
 	downCr *flow.Credit // copy mode
 
-	closed     chan struct{} // closed by Close
-	once       sync.Once
 	halfClosed bool
 
 	mu     sync.Mutex
@@ -108,7 +104,6 @@ type memStream struct {
 
 func newMemStream(ctx context.Context, c *Client, e *entry, m *method, direct bool, cdc codec.Codec) *memStream {
 	s := newFastStream(ctx, c, e, m, direct, cdc)
-	s.closed = make(chan struct{})
 	s.upCr = flow.NewCredit(s.srv.opts.streamWindow, true)
 	s.up = flow.NewInbox(s.srv.opts.streamWindow, s.upCr.Grant)
 	s.downCr = flow.NewCredit(c.opts.streamWindow, true)
@@ -157,42 +152,6 @@ func (s *memStream) run() {
 	}()
 	e = s.srv.invokeStream(s.hctx, s.m, (*memHandler)(s))
 	returned = true
-}
-
-// Check and Wait make memStream the caller's flow.Waiter: it stops waiting when
-// its context ends, when it closes the stream, or when the Client or the
-// Server stops, as a connection would fail.
-func (s *memStream) Check() error {
-	select {
-	case <-s.closed:
-		return ErrStreamDone
-	default:
-	}
-	if s.ctx.Err() != nil {
-		s.giveUp()
-		return ctxError(s.ctx)
-	}
-	if s.c.closed.IsSet() || s.srv.stopped.IsSet() {
-		s.giveUp()
-		return s.c.stoppedError()
-	}
-	return nil
-}
-
-func (s *memStream) Wait(ch <-chan struct{}) error {
-	select {
-	case <-ch:
-		return nil
-	case <-s.closed:
-		return ErrStreamDone
-	case <-s.ctx.Done():
-		s.giveUp()
-		return ctxError(s.ctx)
-	case <-s.c.closed.Signal():
-	case <-s.srv.stopped.Signal():
-	}
-	s.giveUp()
-	return s.c.stoppedError()
 }
 
 func (s *memStream) giveUp() {
@@ -260,7 +219,7 @@ func (s *memStream) closeSend() error {
 
 // close is Close: the handler's context ends, and the caller takes no more.
 func (s *memStream) close() {
-	s.once.Do(func() { close(s.closed) })
+	s.closed.Set(ErrStreamDone)
 	s.giveUp()
 	why := context.Canceled
 	if err := s.ctx.Err(); err != nil {
