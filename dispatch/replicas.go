@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/signal"
 	"github.com/zerodial/transport/resolver"
 )
 
@@ -29,12 +30,13 @@ type replicaSet struct {
 	list atomic.Pointer[[]*replica] // the current replicas, replaced whole
 
 	mu      sync.Mutex
-	closed  bool
+	closed  signal.Signal // set by close, under mu
 	lastErr error         // the resolver's last error, while it has no set
-	ready   chan struct{} // closed at the first report
-	life    context.Context
-	endLife context.CancelFunc // ends the checks at close
-	checker sync.WaitGroup
+	ready   signal.Signal // set at the first report
+	// checking ends the ReplicaCheck under way: close calls it, having set
+	// closed, after which no check begins.
+	checking context.CancelFunc
+	checker  sync.WaitGroup
 }
 
 // replica is one address of a replicaSet.
@@ -118,8 +120,7 @@ func dialReplicas(ctx context.Context, tr transport.Transport, target string, o 
 	sub := o
 	sub.interceptors, sub.streamInterceptors = nil, nil
 	sub.replicas = replicaOptions{}
-	s := &replicaSet{tr: tr, target: target, opts: o.replicas, sub: sub, ready: make(chan struct{})}
-	s.life, s.endLife = context.WithCancel(context.Background())
+	s := &replicaSet{tr: tr, target: target, opts: o.replicas, sub: sub}
 	s.budget.init(o.replicas.budget)
 	s.list.Store(&[]*replica{})
 	c := newAddrClient(tr, target, o, s)
@@ -131,7 +132,7 @@ func dialReplicas(ctx context.Context, tr transport.Transport, target string, o 
 	s.watch = w
 	s.mu.Unlock()
 	select {
-	case <-s.ready:
+	case <-s.ready.Signal():
 	case <-ctx.Done():
 		c.Close()
 		return nil, ctxError(ctx)
@@ -152,16 +153,10 @@ func dialReplicas(ctx context.Context, tr transport.Transport, target string, o 
 func (s *replicaSet) update(addrs []string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed.IsSet() {
 		return
 	}
-	defer func() {
-		select {
-		case <-s.ready:
-		default:
-			close(s.ready)
-		}
-	}()
+	defer s.ready.Set(nil)
 	if err != nil {
 		s.lastErr = err
 		return
@@ -212,14 +207,15 @@ func (s *replicaSet) noReplicas() error {
 
 func (s *replicaSet) close() {
 	s.mu.Lock()
-	if s.closed {
+	if !s.closed.Set(ErrShutdown) {
 		s.mu.Unlock()
 		return
 	}
-	s.closed = true
-	w := s.watch
+	w, checking := s.watch, s.checking
 	s.mu.Unlock()
-	s.endLife()
+	if checking != nil {
+		checking()
+	}
 	if w != nil {
 		w.Close()
 	}
@@ -498,6 +494,19 @@ func (b *retryBudget) succeeded() {
 	}
 }
 
+// checkContext returns the context of one ReplicaCheck, which ends after
+// checkEvery or when the set closes; nil once it has closed.
+func (s *replicaSet) checkContext() (context.Context, context.CancelFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.IsSet() {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.checkEvery)
+	s.checking = cancel
+	return ctx, cancel
+}
+
 // checkLoop runs the ReplicaCheck on every replica every checkEvery.
 func (s *replicaSet) checkLoop() {
 	defer s.checker.Done()
@@ -505,13 +514,16 @@ func (s *replicaSet) checkLoop() {
 	defer t.Stop()
 	for {
 		for _, r := range *s.list.Load() {
-			ctx, cancel := context.WithTimeout(s.life, s.opts.checkEvery)
+			ctx, cancel := s.checkContext()
+			if ctx == nil {
+				return
+			}
 			err := s.opts.check(ctx, r.c)
 			cancel()
 			r.unfit.Store(err != nil)
 		}
 		select {
-		case <-s.life.Done():
+		case <-s.closed.Signal():
 			return
 		case <-t.C:
 		}

@@ -906,3 +906,28 @@ func tallyLost(t *testing.T, errs []error) (ok, lost int) {
 	}
 	return ok, lost
 }
+
+// Closing a Client of replicas ends the ReplicaCheck under way, however
+// long it may run (its bound is an hour here): Close waits for the checks
+// to stop, and must not wait the check out.
+func TestReplicaCheckEndsAtClose(t *testing.T) {
+	f := newFleet(t, memory.New(), 2, func(int) string { return "" })
+	entered := make(chan struct{}, 1)
+	var checks atomic.Int64
+	check := func(ctx context.Context, c *dispatch.Client) error {
+		checks.Add(1)
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	c, err := dispatch.Dial(t.Context(), f.tr, f.target(), dispatch.WithResolver(resolver.Default), dispatch.WithReplicaCheck(check, time.Hour))
+	require.NoError(t, err)
+	recv(t, entered, waitLong, "the first ReplicaCheck")
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	require.NoError(t, recv(t, closed, waitLong, "Close, with a ReplicaCheck under way"))
+	assert.EqualValues(t, 1, checks.Load(), "no check begins once the Client is closing")
+}
