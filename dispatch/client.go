@@ -62,14 +62,13 @@ func (c *Client) method(srv *Server, name string) (*method, *Error) {
 	return m, e
 }
 
-// dialing is a Dial in progress; done is closed when conn or err is set.
-// cancel ends the Dial: Close calls it, so that a Dial under way ends when
-// the Client closes.
+// dialing is a Dial in progress. done is set when it is over, with its
+// error (nil: conn is the connection). cancel ends the Dial: Close calls
+// it, so that a Dial under way ends when the Client closes.
 type dialing struct {
-	done   chan struct{}
+	done   signal.Signal
 	cancel context.CancelFunc
 	conn   callConn
-	err    error
 }
 
 func (c *Client) watch(x *shortcutCtx)   { c.watching.add(x) }
@@ -164,19 +163,20 @@ func (c *Client) connect(ctx context.Context) (callConn, error) {
 		d := c.dialing
 		if d == nil {
 			dctx, cancel := context.WithCancel(ctx)
-			d = &dialing{done: make(chan struct{}), cancel: cancel}
+			d = &dialing{cancel: cancel}
 			c.dialing = d
 			c.mu.Unlock()
 			return c.dial(dctx, d)
 		}
 		c.mu.Unlock()
 		select {
-		case <-d.done:
-			if d.err == nil {
+		case <-d.done.Signal():
+			err := d.done.Err()
+			if err == nil {
 				return d.conn, nil
 			}
-			if ctx.Err() == nil && !errors.Is(d.err, context.Canceled) && !errors.Is(d.err, context.DeadlineExceeded) {
-				return nil, d.err
+			if ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				return nil, err
 			}
 			// The dialler's own context ended its Dial: try again with ours.
 			if ctx.Err() != nil {
@@ -208,9 +208,9 @@ func (c *Client) dial(ctx context.Context, d *dialing) (callConn, error) {
 	if c.closed.IsSet() {
 		err = ErrShutdown
 	}
-	d.conn, d.err = c.conn, err
+	d.conn = c.conn
 	c.mu.Unlock()
-	close(d.done)
+	d.done.Set(err)
 	if failed != nil {
 		failed.close()
 	}
