@@ -4,20 +4,22 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/zerodial/transport/internal/signal"
 )
 
 // gate counts the calls inside a Server and closes to new ones at shutdown,
 // so that Shutdown can wait for exactly the calls already admitted. It is one
 // atomic word, because the shortcut passes through it on every call.
 type gate struct {
-	n         atomic.Int64 // calls inside, plus closingBit once closed
-	idle      chan struct{}
+	n         atomic.Int64  // calls inside, plus closingBit once closed
+	idle      signal.Signal // set when the gate is closed and the last call has left
 	closeOnce sync.Once
 }
 
 const closingBit = 1 << 62
 
-func newGate() *gate { return &gate{idle: make(chan struct{})} }
+func newGate() *gate { return &gate{} }
 
 // enter admits a call, or reports false once the gate is closed.
 func (g *gate) enter() bool {
@@ -41,7 +43,7 @@ func (g *gate) join() { g.n.Add(1) }
 // leave ends a call admitted by enter or join.
 func (g *gate) leave() {
 	if g.n.Add(-1) == closingBit {
-		close(g.idle)
+		g.idle.Set(nil)
 	}
 }
 
@@ -49,7 +51,7 @@ func (g *gate) leave() {
 func (g *gate) close() {
 	g.closeOnce.Do(func() {
 		if g.n.Add(closingBit) == closingBit {
-			close(g.idle)
+			g.idle.Set(nil)
 		}
 	})
 }
@@ -57,7 +59,7 @@ func (g *gate) close() {
 // wait returns when every admitted call has left, or ctx ends first.
 func (g *gate) wait(ctx context.Context) error {
 	select {
-	case <-g.idle:
+	case <-g.idle.Signal():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
