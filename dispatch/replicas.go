@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -47,72 +46,6 @@ type replica struct {
 	health   replicaHealth
 	unfit    atomic.Bool // its last ReplicaCheck failed
 	removed  atomic.Bool // no longer reported: closed once idle
-}
-
-// replicaHealth is what the outcomes of a replica's calls say of it:
-// whether it is left out, and until when. One outage is one ejection: the
-// calls one broken connection or one drain fails together, and those
-// refused while the replica is out, must not each eject it again (each
-// ejection in a row doubles the time out). So an outcome counts only for what the replica
-// has done since its last ejection: a failure only if its call was begun
-// while the replica was in (at or after the end of its last time out), a
-// success only if its call was begun after the last ejection. A call's
-// beginning is the time its replica was picked (monoNow).
-type replicaHealth struct {
-	out   atomic.Int64 // left out until this time; in from then on
-	clean atomic.Bool  // nothing to forget: a success changes nothing
-
-	mu      sync.Mutex // orders the changes below, and of out
-	since   int64      // the time of the last ejection
-	fails   int        // transport failures in a row while in
-	ejected int        // ejections since the last success
-}
-
-// monoNow is the time on the monotonic clock, in nanoseconds: a change of
-// the wall clock moves no time out.
-func monoNow() int64 { return int64(time.Since(monoEpoch)) }
-
-var monoEpoch = time.Now()
-
-// failed records the failure of a call begun at begun; atOnce ejects at
-// the first (a replica shutting down), otherwise it takes after failures
-// in a row. The time out is d, doubled at each ejection since the last
-// success, up to 30 d: 1, 2, 4, 8, 16, then 30 times.
-func (h *replicaHealth) failed(begun int64, atOnce bool, after int, d time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if begun < h.out.Load() {
-		return // begun before its time out ended: the outage is counted
-	}
-	h.clean.Store(false)
-	h.fails++
-	if !atOnce && h.fails < after {
-		return
-	}
-	n := min(h.ejected, 5)
-	h.ejected++
-	h.fails = 0
-	h.since = monoNow()
-	h.out.Store(h.since + int64(min(d<<n, 30*d)))
-}
-
-// succeeded records the success of a call begun at begun: the replica is
-// in, and its failures are forgotten — unless the call was begun before
-// the last ejection, when it says nothing of the replica since.
-func (h *replicaHealth) succeeded(begun int64) {
-	if h.clean.Load() {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if begun < h.since {
-		return
-	}
-	h.fails, h.ejected = 0, 0
-	if now := monoNow(); h.out.Load() > now {
-		h.out.Store(now) // it answered while out (no other was left): in
-	}
-	h.clean.Store(true)
 }
 
 // dialReplicas is Dial for a Client of replicas.
@@ -338,44 +271,6 @@ func (s *replicaSet) call(ctx context.Context, name string, args, reply any, inf
 	})
 }
 
-// try runs attempt on a replica that pick chooses, then, as its failure
-// allows, on others: always when it cannot have reached a handler, and
-// when it may have, only for an idempotent call within the budget. It
-// returns the last attempt's error, or why there was no replica to try.
-func (s *replicaSet) try(ctx context.Context, idempotent bool, attempt func(r *replica) error) error {
-	var triedBuf [4]*replica
-	tried := triedBuf[:0]
-	var last error
-	for {
-		begun := monoNow()
-		r := s.pick(tried, begun)
-		if r == nil {
-			if last == nil {
-				last = s.noReplicas()
-			}
-			return last
-		}
-		err := attempt(r)
-		retry := s.outcome(r, begun, err)
-		if err == nil {
-			return nil
-		}
-		last = err
-		if ctx.Err() != nil {
-			return err
-		}
-		switch retry {
-		case retryNever:
-			return err
-		case retryIfIdempotent:
-			if !idempotent {
-				return err
-			}
-		}
-		tried = append(tried, r)
-	}
-}
-
 // attempt makes the call on r.
 func (s *replicaSet) attempt(ctx context.Context, r *replica, name string, args, reply any, info *CallInfo) error {
 	r.begin()
@@ -383,115 +278,10 @@ func (s *replicaSet) attempt(ctx context.Context, r *replica, name string, args,
 	return r.c.call(ctx, name, args, reply, info)
 }
 
-// What a failed attempt allows.
-type retryKind int
-
-const (
-	retryNever        retryKind = iota // the handler answered, the caller gave up, or the budget is spent
-	retryIfIdempotent                  // the call may have reached a handler, and the budget allows
-	retryAlways                        // the call cannot have reached a handler
-)
-
-// outcome records how an attempt on r, begun at begun, went and says
-// whether the call may be tried on another replica. Only a failure that
-// may have reached a handler takes from the retry budget, and may be
-// retried only if the tokens its own take left allow it: the retry of one
-// that cannot have is free (as gRPC's transparent retries are), and at
-// most one on each replica.
-func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
-	if err == nil {
-		s.succeeded(r, begun)
-		return retryNever
-	}
-	var de *dialError
-	if errors.As(err, &de) || err == ErrShutdown && r.removed.Load() {
-		// Nothing was sent: the dial failed, or the replica left the set
-		// (and its Client closed) between the pick and the call.
-		s.failed(r, begun, false)
-		return retryAlways
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		switch {
-		case e.Code == CodeUnavailable:
-			// Shutting down (or a handler saying it cannot serve now):
-			// leave it out at once, and go elsewhere.
-			s.failed(r, begun, true)
-			return retryAlways
-		case isAdmissionRefusal(e):
-			return retryAlways
-		case e.Code == CodeCanceled || e.Code == CodeDeadlineExceeded:
-			return retryNever
-		}
-		s.succeeded(r, begun) // the replica answered: it is fit
-		return retryNever
-	}
-	if errors.Is(err, ErrNilReply) {
-		return retryNever
-	}
-	// The connection failed with the call on it.
-	allowed := s.budget.failed()
-	s.failed(r, begun, false)
-	if !allowed {
-		return retryNever
-	}
-	return retryIfIdempotent
-}
-
-func (s *replicaSet) succeeded(r *replica, begun int64) {
-	s.budget.succeeded()
-	r.health.succeeded(begun)
-}
-
-func (s *replicaSet) failed(r *replica, begun int64, atOnce bool) {
-	if !atOnce {
-		if w := s.currentWatch(); w != nil {
-			w.Refresh() // the set may have changed
-		}
-	}
-	r.health.failed(begun, atOnce, s.opts.ejectAfter, s.opts.ejectFor)
-}
-
 func (s *replicaSet) currentWatch() resolver.Watch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.watch
-}
-
-// retryBudget is RetryBudget's state: tokens in thousandths.
-type retryBudget struct {
-	tokens     atomic.Int64
-	max, ratio int64
-}
-
-func (b *retryBudget) init(c RetryBudget) {
-	b.max, b.ratio = int64(c.Max*1000), int64(c.Ratio*1000)
-	b.tokens.Store(b.max)
-}
-
-// failed takes a token for a failed call and reports whether its retry may
-// be made: more than half the tokens are left after its take. Taking and
-// judging are one step, so that calls failing together are judged on the
-// tokens each left, not on what the others took meanwhile: of N calls that
-// fail together on a full budget, the first ⌈Max/2⌉−1 are retried, however
-// their failures interleave.
-func (b *retryBudget) failed() (retry bool) {
-	for {
-		t := b.tokens.Load()
-		left := max(t-1000, 0)
-		if t <= 0 || b.tokens.CompareAndSwap(t, left) {
-			return left > b.max/2
-		}
-	}
-}
-
-func (b *retryBudget) succeeded() {
-	for {
-		t := b.tokens.Load()
-		if t >= b.max || b.tokens.CompareAndSwap(t, min(t+b.ratio, b.max)) {
-			return
-		}
-	}
 }
 
 // checkContext returns the context of one ReplicaCheck, which ends after
