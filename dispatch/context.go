@@ -88,6 +88,21 @@ func (c *callCtx) doneLocked() <-chan struct{} {
 	return c.done
 }
 
+// Done and Err are a network call's (serverCall's, codecCall's); the
+// shortcut's context has its own, which look at the Client and the Server
+// too.
+func (c *callCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.doneLocked()
+}
+
+func (c *callCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
 // Value returns the caller's metadata, which MetadataFrom copies so that
 // it stays as the caller sent it, and the call itself
 // for SetReplyMetadata, and nothing else; serverCall and shortcutCtx add

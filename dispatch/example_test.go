@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
+	"net/rpc/jsonrpc"
 	"strings"
 	"time"
 
@@ -576,4 +578,31 @@ func ExampleOpenStream() {
 	// Output:
 	// HELLO!
 	// STREAMS!
+}
+
+// A client of the standard library's JSON-RPC calls a dispatch Server
+// through ServeCodec: one connection here, from net.Pipe; a listener's
+// connections each get their own ServeCodec.
+func ExampleServer_ServeCodec() {
+	srv := dispatch.NewServer()
+	if err := srv.RegisterName("Calc", Calc{}); err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	clientConn, serverConn := net.Pipe()
+	go srv.ServeCodec(jsonrpc.NewServerCodec(serverConn))
+	client := jsonrpc.NewClient(clientConn)
+	defer client.Close()
+
+	var q int
+	if err := client.Call("Calc.Div", Args{A: 42, B: 6}, &q); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(q)
+	// A handler's error reaches a net/rpc client as its Message.
+	fmt.Println(client.Call("Calc.Div", Args{A: 1}, &q))
+	// Output:
+	// 7
+	// calc: divide by zero
 }

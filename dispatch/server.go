@@ -225,12 +225,31 @@ func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
 	if d := s.opts.idleTimeout; d > 0 {
 		c.idle = connwatch.NewIdle(d, c.busy, c.quiet, c.expireIdle)
 	}
-	s.conns[c] = struct{}{}
-	s.serving.Add(1)
+	s.addConnLocked(c)
 	return c
 }
 
-func (s *Server) untrack(c *serverConn) {
+// trackConn registers a connection of another protocol than the zerodial
+// wire's; false once the Server is closed.
+func (s *Server) trackConn(c servedConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.IsSet() {
+		return false
+	}
+	s.addConnLocked(c)
+	return true
+}
+
+// addConnLocked adds c to the connections Shutdown and Close reach; s.mu
+// is held.
+func (s *Server) addConnLocked(c servedConn) {
+	s.conns[c] = struct{}{}
+	s.serving.Add(1)
+}
+
+// untrack removes a connection that is finished.
+func (s *Server) untrack(c servedConn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()

@@ -75,18 +75,6 @@ func (c *serverCall) ended() { c.timer.Stop() }
 
 func (c *serverCall) Deadline() (time.Time, bool) { return c.deadline, c.hasDeadline }
 
-func (c *serverCall) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.doneLocked()
-}
-
-func (c *serverCall) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
 func (c *serverCall) String() string { return "dispatch.serverCall" }
 
 // handle runs the call's handler, or the stream's, under the panic rule.

@@ -1,0 +1,236 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/rpc"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// PathNetRPC is the Path of a call that a Server read through a net/rpc
+// codec (ServeCodec): a client of the standard library's net/rpc, of
+// net/rpc/jsonrpc, of HashiCorp's net-rpc-msgpackrpc.
+const PathNetRPC Path = "netrpc"
+
+// ServeCodec serves the calls of one net/rpc connection, read and answered
+// through codec, until the codec fails to read a request (the client hung
+// up, or sent what the codec cannot read); then it waits for the calls in
+// flight, closes codec and returns — as net/rpc's Server.ServeCodec does.
+// Any codec serves: gobrpc.NewServerCodec for the standard library's
+// rpc.Dial clients, jsonrpc.NewServerCodec for JSON-RPC 1.0 clients,
+// msgpackrpc's for HashiCorp's.
+//
+// Its calls take the Server's router, interceptor chain, panic rule and
+// limits, as calls of zerodial's own wire do, with what net/rpc can carry:
+//
+//   - A handler's error, or any refusal, reaches the client as its Message
+//     (rpc.ServerError on a net/rpc client): the same words a zerodial
+//     client's *Error carries, without the Code. An error whose Message is
+//     empty (which net/rpc would read as success) is sent as
+//     "dispatch: error with code C and no message".
+//   - No metadata and no deadline come from the client: a handler's context
+//     has none, and ends when the call is answered, when the connection
+//     ends (the client cannot have the reply), or when the Server closes.
+//     CallInfo has Path PathNetRPC and, when codec has LocalAddr and
+//     RemoteAddr methods (gobrpc's codecs over a net.Conn do), those
+//     addresses.
+//   - WithMaxCallsPerConn bounds the calls in flight, refused past it as on
+//     the zerodial wire. WithMaxBytesPerConn, WithIdleTimeout and
+//     WithReplyTimeout do not apply: the codec decodes a request straight
+//     into the handler's arguments, and its reads and writes are its own; a
+//     codec bounds the size of one message itself (gobrpc's does).
+//   - Shutdown: net/rpc has no notice of a server draining, so a call that
+//     arrives once Shutdown has begun is answered with "dispatch: server is
+//     shutting down", the calls in flight finish and are answered, and then
+//     the connection is closed; a client sees its later calls fail with
+//     rpc.ErrShutdown. Close closes the connection at once, and the calls
+//     in flight get no answer.
+//
+// Streams do not exist in net/rpc: a call of a streaming method is refused
+// as on every path.
+func (s *Server) ServeCodec(codec rpc.ServerCodec) {
+	c := &codecConn{srv: s, codec: codec, calls: make(map[*codecCall]struct{})}
+	if a, ok := codec.(interface {
+		LocalAddr() net.Addr
+		RemoteAddr() net.Addr
+	}); ok {
+		c.local, c.remote = a.LocalAddr(), a.RemoteAddr()
+	}
+	if !s.trackConn(c) {
+		codec.Close()
+		return
+	}
+	c.read()
+	c.cancelAll()
+	// Close waits for the connections, not for handlers that outlive
+	// theirs: the connection leaves the Server before its calls are done.
+	s.untrack(c)
+	c.inflight.Wait()
+	c.close()
+}
+
+// codecConn is one connection served through a net/rpc codec.
+type codecConn struct {
+	srv           *Server
+	codec         rpc.ServerCodec
+	local, remote net.Addr
+
+	sending   sync.Mutex // a codec writes one response at a time
+	closeOnce sync.Once
+	inflight  sync.WaitGroup
+
+	mu    sync.Mutex
+	calls map[*codecCall]struct{} // the calls in flight, to end their contexts
+}
+
+// read reads requests until the codec fails, and starts a call for each.
+func (c *codecConn) read() {
+	for {
+		var req rpc.Request
+		if err := c.codec.ReadRequestHeader(&req); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				c.srv.opts.logger.Debug("dispatch: net/rpc connection ended", "remote", c.remote, "err", err)
+			}
+			return
+		}
+		call, e := c.start(&req)
+		if e != nil {
+			// The body must be read past, or the next header is misread.
+			if err := c.codec.ReadRequestBody(nil); err != nil {
+				c.respond(&req, nil, e)
+				return
+			}
+			c.respond(&req, nil, e)
+			continue
+		}
+		if err := c.codec.ReadRequestBody(call.args); err != nil {
+			c.finish(call)
+			c.respond(&req, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding arguments of " + req.ServiceMethod + ": " + err.Error()})
+			c.srv.gate.leave()
+			continue
+		}
+		c.srv.work(call)
+	}
+}
+
+// start admits the call of req, or returns why not.
+func (c *codecConn) start(req *rpc.Request) (*codecCall, *Error) {
+	if !c.srv.gate.enter() {
+		return nil, errShuttingDown
+	}
+	m, e := c.srv.route(req.ServiceMethod, false)
+	if e != nil {
+		c.srv.gate.leave()
+		return nil, e
+	}
+	call := &codecCall{conn: c, meth: m, name: req.ServiceMethod, seq: req.Seq}
+	call.args, call.reply = m.newPair()
+	c.mu.Lock()
+	if limit := c.srv.opts.maxConnCalls; len(c.calls) >= limit {
+		c.mu.Unlock()
+		c.srv.gate.leave()
+		return nil, admissionRefusal("calls", int64(limit))
+	}
+	c.calls[call] = struct{}{}
+	c.inflight.Add(1)
+	c.mu.Unlock()
+	return call, nil
+}
+
+// finish lets go of call: it is answered, or will never be.
+func (c *codecConn) finish(call *codecCall) {
+	c.mu.Lock()
+	delete(c.calls, call)
+	c.mu.Unlock()
+	call.cancel(context.Canceled)
+	c.inflight.Done()
+}
+
+// cancelAll ends the contexts of the calls in flight: their client can no
+// longer have a reply.
+func (c *codecConn) cancelAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for call := range c.calls {
+		call.cancel(context.Canceled)
+	}
+}
+
+// respond writes the answer to req: reply, or e's Message.
+func (c *codecConn) respond(req *rpc.Request, reply any, e *Error) {
+	resp := rpc.Response{ServiceMethod: req.ServiceMethod, Seq: req.Seq}
+	if e != nil {
+		resp.Error = e.Message
+		if resp.Error == "" {
+			resp.Error = "dispatch: error with code " + strconv.Quote(string(e.Code)) + " and no message"
+		}
+		reply = struct{}{} // as net/rpc's invalidRequest
+	}
+	c.sending.Lock()
+	err := c.codec.WriteResponse(&resp, reply)
+	c.sending.Unlock()
+	if err != nil {
+		// A codec whose write failed may have written half a response:
+		// nothing after it can be read. net/rpc's gob codec closes itself.
+		c.srv.opts.logger.Debug("dispatch: net/rpc response not written; closing the connection", "remote", c.remote, "method", req.ServiceMethod, "err", err)
+		c.close()
+	}
+}
+
+// drain has nothing to tell a net/rpc client (servedConn).
+func (c *codecConn) drain() <-chan struct{} { return closedChan }
+
+// flushed returns at once: a response is written when respond returns,
+// before its call leaves the gate (servedConn).
+func (c *codecConn) flushed(context.Context) error { return nil }
+
+// close closes the codec, once: the reader fails and ServeCodec ends
+// (servedConn).
+func (c *codecConn) close() { c.closeOnce.Do(func() { c.codec.Close() }) }
+
+// codecCall is a call read through a net/rpc codec, and its handler's
+// context: as serverCall, with no deadline and no metadata.
+type codecCall struct {
+	callCtx
+	conn        *codecConn
+	meth        *method
+	name        string
+	seq         uint64
+	args, reply any
+}
+
+// run serves the call on a worker (task).
+func (c *codecCall) run() { c.conn.srv.serveIncoming(c, c.name) }
+
+// handle runs the handler (incoming).
+func (c *codecCall) handle() *Error { return c.conn.srv.invoke(c, c.meth, c.args, c.reply) }
+
+// answer writes the reply, or e (incoming).
+func (c *codecCall) answer(e *Error) {
+	c.conn.respond(&rpc.Request{ServiceMethod: c.name, Seq: c.seq}, c.reply, e)
+	c.conn.finish(c)
+}
+
+// Value adds the call's CallInfo and its Server (ShuttingDown) to
+// callCtx's values.
+func (c *codecCall) Value(key any) any {
+	switch key.(type) {
+	case callInfoKey:
+		return c.callInfo(c.describe)
+	case serverKey:
+		return c.conn.srv
+	}
+	return c.callCtx.Value(key)
+}
+
+func (c *codecCall) describe() *CallInfo {
+	return &CallInfo{Method: c.name, Path: PathNetRPC, LocalAddr: c.conn.local, RemoteAddr: c.conn.remote}
+}
+
+func (c *codecCall) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+func (c *codecCall) String() string { return "dispatch.codecCall" }
