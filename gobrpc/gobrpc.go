@@ -1,0 +1,123 @@
+package gobrpc
+
+import (
+	"bufio"
+	"encoding/gob"
+	"fmt"
+	"io"
+	"net"
+	"net/rpc"
+	"reflect"
+	"sync"
+	"sync/atomic"
+)
+
+// NewServerCodec returns an rpc.ServerCodec that reads requests from conn and
+// writes responses to it in net/rpc's gob encoding, the codec rpc.ServeConn
+// uses: an rpc.Dial client can call a server that serves it. The codec owns
+// conn: its Close closes conn.
+func NewServerCodec(conn io.ReadWriteCloser, opts ...Option) rpc.ServerCodec {
+	return &serverCodec{newStream(conn, true, opts)}
+}
+
+// NewClientCodec returns an rpc.ClientCodec that writes requests to conn and
+// reads responses from it in net/rpc's gob encoding, the codec rpc.NewClient
+// uses: rpc.NewClientWithCodec(NewClientCodec(conn)) can call rpc.ServeConn.
+// The codec owns conn: its Close closes conn.
+func NewClientCodec(conn io.ReadWriteCloser, opts ...Option) rpc.ClientCodec {
+	return &clientCodec{newStream(conn, false, opts)}
+}
+
+type serverCodec struct{ s *stream }
+
+func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error { return c.s.read(r) }
+func (c *serverCodec) ReadRequestBody(body any) error         { return c.s.read(body) }
+func (c *serverCodec) WriteResponse(r *rpc.Response, body any) error {
+	return c.s.write(r, body)
+}
+func (c *serverCodec) Close() error { return c.s.close() }
+
+type clientCodec struct{ s *stream }
+
+func (c *clientCodec) WriteRequest(r *rpc.Request, body any) error { return c.s.write(r, body) }
+func (c *clientCodec) ReadResponseHeader(r *rpc.Response) error    { return c.s.read(r) }
+func (c *clientCodec) ReadResponseBody(body any) error             { return c.s.read(body) }
+func (c *clientCodec) Close() error                                { return c.s.close() }
+
+var errClosed = fmt.Errorf("gobrpc: codec is closed: %w", net.ErrClosed)
+
+// stream is one connection's pair of gob streams, the part both codecs share.
+// net/rpc reads from one goroutine and writes from one at a time; Close may
+// come from any.
+type stream struct {
+	conn io.ReadWriteCloser
+	dec  *gob.Decoder
+	enc  *gob.Encoder
+	buf  *bufio.Writer
+	// flushOnError: a server sends what it buffered of a response that
+	// failed (its header) before it closes, as net/rpc's server codec does.
+	flushOnError bool
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+func newStream(conn io.ReadWriteCloser, flushOnError bool, opts []Option) *stream {
+	o := applyOptions(opts)
+	buf := bufio.NewWriter(conn)
+	return &stream{
+		conn:         conn,
+		dec:          gob.NewDecoder(newLimitReader(conn, o.maxMessage)),
+		enc:          gob.NewEncoder(buf),
+		buf:          buf,
+		flushOnError: flushOnError,
+	}
+}
+
+func (s *stream) read(v any) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	return s.dec.Decode(v)
+}
+
+// write sends a header and a body and flushes them. Any failure closes the
+// connection: what is on the wire may end mid-message, and net/rpc's Server
+// ignores the error, which would leave the caller waiting.
+func (s *stream) write(header, body any) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	err := encode(s.enc, header)
+	if err == nil {
+		err = encode(s.enc, body)
+	}
+	if err == nil {
+		if err = s.buf.Flush(); err == nil {
+			return nil
+		}
+	} else if s.flushOnError {
+		s.buf.Flush()
+	}
+	s.close()
+	return err
+}
+
+// encode is enc.Encode, with an error for a nil pointer where gob panics.
+func encode(enc *gob.Encoder, v any) error {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return fmt.Errorf("gobrpc: cannot encode a nil pointer (%s)", rv.Type())
+	}
+	return enc.Encode(v)
+}
+
+// close closes the connection the first time and returns its error; later
+// calls return nil, as net/rpc's server codec does.
+func (s *stream) close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		err = s.conn.Close()
+	})
+	return err
+}
