@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/gobrpc"
 )
 
 // serveJSONRPC serves srv to JSON-RPC 1.0 clients of the standard library
@@ -218,4 +219,55 @@ func TestServeCodecAfterClose(t *testing.T) {
 	srv.ServeCodec(jsonrpc.NewServerCodec(server))
 	_, err := server.Write([]byte("x"))
 	assert.ErrorIs(t, err, io.ErrClosedPipe)
+}
+
+// TestServeCodecGob calls a dispatch Server with the standard library's
+// own client, rpc.Dial (gob over TCP), through gobrpc's server codec: a
+// result, a handler's error, net/rpc's words for an unknown method, and
+// the connection's addresses in the handler's CallInfo.
+func TestServeCodecGob(t *testing.T) {
+	remote := make(chan net.Addr, 1)
+	srv := dispatch.NewServer(dispatch.WithInterceptors(func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
+		if ci, ok := dispatch.CallInfoFrom(ctx); ok && ci.Path == dispatch.PathNetRPC {
+			select {
+			case remote <- ci.RemoteAddr:
+			default:
+			}
+		}
+		return next(ctx, args, reply)
+	}))
+	require.NoError(t, srv.RegisterName("Arith", newArith()))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { srv.ServeCodec(gobrpc.NewServerCodec(conn)) })
+		}
+	})
+	t.Cleanup(func() {
+		l.Close()
+		srv.Close()
+		wg.Wait()
+	})
+	c, err := rpc.Dial("tcp", l.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+
+	var n int
+	require.NoError(t, c.Call("Arith.Multiply", Args{6, 7}, &n))
+	assert.Equal(t, 42, n)
+	addr := <-remote
+	require.NotNil(t, addr)
+	assert.Equal(t, "tcp", addr.Network())
+
+	var r Reply
+	assert.Equal(t, rpc.ServerError("arith: boom"), c.Call("Arith.Fail", Args{}, &r))
+	assert.Equal(t, rpc.ServerError("rpc: can't find method Arith.Nope"), c.Call("Arith.Nope", Args{}, &r))
+	require.NoError(t, c.Call("Arith.Multiply", Args{2, 3}, &n))
+	assert.Equal(t, 6, n)
 }

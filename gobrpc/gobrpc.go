@@ -37,6 +37,24 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, body any) error {
 }
 func (c *serverCodec) Close() error { return c.s.close() }
 
+// LocalAddr is conn's local address when conn is a net.Conn, else nil:
+// dispatch's Server.ServeCodec gives it, and RemoteAddr, to the CallInfo
+// of the calls it serves.
+func (c *serverCodec) LocalAddr() net.Addr {
+	if nc, ok := c.s.conn.(net.Conn); ok {
+		return nc.LocalAddr()
+	}
+	return nil
+}
+
+// RemoteAddr is conn's remote address when conn is a net.Conn, else nil.
+func (c *serverCodec) RemoteAddr() net.Addr {
+	if nc, ok := c.s.conn.(net.Conn); ok {
+		return nc.RemoteAddr()
+	}
+	return nil
+}
+
 type clientCodec struct{ s *stream }
 
 func (c *clientCodec) WriteRequest(r *rpc.Request, body any) error { return c.s.write(r, body) }
