@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"net"
 	"net/rpc"
+	"net/rpc/jsonrpc"
 	"strings"
 	"time"
 
@@ -261,6 +263,26 @@ func Example_netRPC() {
 	err = client.Call("Arith.Multiply", Args{6, 7}, &product)
 	fmt.Println(product, err)
 	client.Close()
+	// Output: 42 <nil>
+}
+
+// A Server serves a connection of any net/rpc codec: here a JSON-RPC
+// client of the standard library.
+func Example_serveCodec() {
+	srv := dispatch.NewServer()
+	if err := srv.RegisterName("Arith", Arith{}); err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	clientConn, serverConn := net.Pipe()
+	go srv.ServeCodec(jsonrpc.NewServerCodec(serverConn))
+	client := jsonrpc.NewClient(clientConn)
+	defer client.Close()
+
+	var product int
+	err := client.Call("Arith.Multiply", Args{6, 7}, &product)
+	fmt.Println(product, err)
 	// Output: 42 <nil>
 }
 
