@@ -19,10 +19,15 @@ import (
 )
 
 // serveJSONRPC serves srv to JSON-RPC 1.0 clients of the standard library
-// on a loopback listener, one ServeCodec per connection, and returns the
-// address. The listener closes, and every ServeCodec has returned, when the
-// test ends.
+// on a loopback listener and returns the address (serveNetRPC).
 func serveJSONRPC(t *testing.T, srv *dispatch.Server) string {
+	return serveNetRPC(t, srv, func(c net.Conn) rpc.ServerCodec { return jsonrpc.NewServerCodec(c) })
+}
+
+// serveNetRPC serves srv on a loopback listener, one ServeCodec per
+// connection with the codec newCodec makes, and returns the address. The
+// listener closes, and every ServeCodec has returned, when the test ends.
+func serveNetRPC(t *testing.T, srv *dispatch.Server, newCodec func(net.Conn) rpc.ServerCodec) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -33,7 +38,7 @@ func serveJSONRPC(t *testing.T, srv *dispatch.Server) string {
 			if err != nil {
 				return
 			}
-			wg.Go(func() { srv.ServeCodec(jsonrpc.NewServerCodec(conn)) })
+			wg.Go(func() { srv.ServeCodec(newCodec(conn)) })
 		}
 	})
 	t.Cleanup(func() {
@@ -237,33 +242,17 @@ func TestServeCodecGob(t *testing.T) {
 		return next(ctx, args, reply)
 	}))
 	require.NoError(t, srv.RegisterName("Arith", newArith()))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { srv.ServeCodec(gobrpc.NewServerCodec(conn)) })
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		srv.Close()
-		wg.Wait()
-	})
-	c, err := rpc.Dial("tcp", l.Addr().String())
+	addr := serveNetRPC(t, srv, func(c net.Conn) rpc.ServerCodec { return gobrpc.NewServerCodec(c) })
+	c, err := rpc.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer c.Close()
 
 	var n int
 	require.NoError(t, c.Call("Arith.Multiply", Args{6, 7}, &n))
 	assert.Equal(t, 42, n)
-	addr := <-remote
-	require.NotNil(t, addr)
-	assert.Equal(t, "tcp", addr.Network())
+	peer := <-remote
+	require.NotNil(t, peer)
+	assert.Equal(t, "tcp", peer.Network())
 
 	var r Reply
 	assert.Equal(t, rpc.ServerError("arith: boom"), c.Call("Arith.Fail", Args{}, &r))
