@@ -119,6 +119,19 @@ func (c *callCtx) Value(key any) any {
 	return nil
 }
 
+// handlerValue is the Value of a handler's context, on every path: the
+// call's CallInfo (made by describe on first use) and its Server, for
+// ShuttingDown, beside callCtx's own values.
+func (c *callCtx) handlerValue(key any, describe func() *CallInfo, srv *Server) any {
+	switch key.(type) {
+	case callInfoKey:
+		return c.callInfo(describe)
+	case serverKey:
+		return srv
+	}
+	return c.Value(key)
+}
+
 // AfterFunc lets contexts derived from this one follow its cancellation
 // without a goroutine each (the context package looks for this method).
 func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
@@ -164,15 +177,7 @@ type shortcutCtx struct {
 
 // Value adds the call's CallInfo and its Server (ShuttingDown) to
 // callCtx's values.
-func (c *shortcutCtx) Value(key any) any {
-	switch key.(type) {
-	case callInfoKey:
-		return c.callInfo(c.describe)
-	case serverKey:
-		return c.ent.srv
-	}
-	return c.callCtx.Value(key)
-}
+func (c *shortcutCtx) Value(key any) any { return c.handlerValue(key, c.describe, c.ent.srv) }
 
 // describe is the CallInfo of a shortcut call, as its handler sees it.
 func (c *shortcutCtx) describe() *CallInfo {

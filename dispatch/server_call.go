@@ -37,15 +37,7 @@ type serverCall struct {
 
 // Value adds the call's CallInfo and its Server (ShuttingDown) to
 // callCtx's values.
-func (c *serverCall) Value(key any) any {
-	switch key.(type) {
-	case callInfoKey:
-		return c.callInfo(c.describe)
-	case serverKey:
-		return c.conn.srv
-	}
-	return c.callCtx.Value(key)
-}
+func (c *serverCall) Value(key any) any { return c.handlerValue(key, c.describe, c.conn.srv) }
 
 // describe is the CallInfo of a network call, as its handler sees it.
 func (c *serverCall) describe() *CallInfo {

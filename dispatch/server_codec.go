@@ -217,15 +217,7 @@ func (c *codecCall) answer(e *Error) {
 
 // Value adds the call's CallInfo and its Server (ShuttingDown) to
 // callCtx's values.
-func (c *codecCall) Value(key any) any {
-	switch key.(type) {
-	case callInfoKey:
-		return c.callInfo(c.describe)
-	case serverKey:
-		return c.conn.srv
-	}
-	return c.callCtx.Value(key)
-}
+func (c *codecCall) Value(key any) any { return c.handlerValue(key, c.describe, c.conn.srv) }
 
 func (c *codecCall) describe() *CallInfo {
 	return &CallInfo{Method: c.name, Path: PathNetRPC, LocalAddr: c.conn.local, RemoteAddr: c.conn.remote}
