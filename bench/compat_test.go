@@ -267,3 +267,26 @@ func TestMsgpackRPCShutdown(t *testing.T) {
 		t.Fatalf("after Shutdown: %v, want rpc.ErrShutdown", err)
 	}
 }
+
+// TestMsgpackRPCCallWithCodec calls through a bare client codec with
+// msgpackrpc.CallWithCodec, one call at a time, as Consul's connection pool
+// does: a result, then an error and its body read past, then a result.
+func TestMsgpackRPCCallWithCodec(t *testing.T) {
+	_, _, addr := msgpackServer(t)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cc := msgpackrpc.NewClientCodec(conn)
+	var p Product
+	if err := msgpackrpc.CallWithCodec(cc, "Compat.Multiply", &Args{A: 3, B: 5}, &p); err != nil || p.P != 15 {
+		t.Fatalf("Multiply(3, 5) = %d, %v", p.P, err)
+	}
+	if got := serverError(t, msgpackrpc.CallWithCodec(cc, "Compat.Fail", &Args{}, &p)); got != "compat: not today" {
+		t.Fatalf("Fail: %q", got)
+	}
+	if err := msgpackrpc.CallWithCodec(cc, "Compat.Multiply", &Args{A: 3, B: 6}, &p); err != nil || p.P != 18 {
+		t.Fatalf("Multiply(3, 6) = %d, %v", p.P, err)
+	}
+}
