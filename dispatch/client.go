@@ -16,13 +16,15 @@ import (
 // Client calls the methods of one address. It is safe for concurrent use:
 // many calls share one socket, matched by sequence number.
 type Client struct {
-	tr    transport.Transport
-	addr  string
-	key   regKey
-	wire  transport.Wire // what tr speaks, for the shortcut's check
-	opts  clientOptions
-	ctype string // the codec's name
-	limit int    // the transport's frame limit, for the shortcut's copy mode
+	// dialer makes the Client's connections; nil for a Client that was
+	// given its connection (NewClient) and never dials.
+	dialer connDialer
+	addr   string
+	key    regKey
+	wire   transport.Wire // what the dialer speaks, for the shortcut's check
+	opts   clientOptions
+	ctype  string // the codec's name
+	limit  int    // the dialer's frame limit, for the shortcut's copy mode
 	// netPath and remote are the Path and RemoteAddr of the Client's
 	// network calls, for CallInfo.
 	netPath Path
@@ -89,10 +91,11 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 	if err != nil {
 		return nil, err
 	}
+	d := &transportDialer{tr: tr, codec: o.codec, log: o.logger}
 	if o.replicas.resolver != nil {
-		return dialReplicas(ctx, tr, addr, o)
+		return dialReplicas(ctx, d, addr, o)
 	}
-	c := newAddrClient(tr, addr, o, nil)
+	c := newAddrClient(d, addr, o, nil)
 	if o.shortcut != ShortcutOff && shortcuts.lookup(c.key, c.wire) != nil {
 		return c, nil
 	}
@@ -103,17 +106,17 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 	return c, nil
 }
 
-// newAddrClient returns a Client of addr over tr that has not dialled yet.
-// set, when not nil, makes it the Client of the replicas set holds: it
-// has no shortcut of its own (each replica's Client has), so no key.
-func newAddrClient(tr transport.Transport, addr string, o clientOptions, set *replicaSet) *Client {
-	c := &Client{tr: tr, addr: addr, opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
-		netPath: Path(tr.String()), remote: dialAddr{tr.String(), addr}, set: set}
+// newAddrClient returns a Client of addr, dialled by d, that has not
+// dialled yet. set, when not nil, makes it the Client of the replicas set
+// holds: it has no shortcut of its own (each replica's Client has), so no
+// key.
+func newAddrClient(d connDialer, addr string, o clientOptions, set *replicaSet) *Client {
+	c := &Client{dialer: d, addr: addr, opts: o, ctype: o.codec.Name(), limit: d.maxFrame(),
+		netPath: d.path(), remote: dialAddr{d.String(), addr}, set: set}
 	if set == nil {
-		c.key, c.wire = clientKey(tr, addr), wireOf(tr)
-	}
-	if fl, ok := tr.(transport.FrameLimiter); ok {
-		c.limit = fl.MaxFrameSize()
+		if k, w, ok := d.shortcut(addr); ok {
+			c.key, c.wire = k, w
+		}
 	}
 	return c
 }
@@ -155,7 +158,7 @@ func (c *Client) connect(ctx context.Context) (callConn, error) {
 			c.mu.Unlock()
 			return conn, nil
 		}
-		if c.tr == nil { // NewClient's: nothing to dial
+		if c.dialer == nil { // NewClient's: nothing to dial
 			err := c.conn.failure()
 			c.mu.Unlock()
 			return nil, err
@@ -190,20 +193,20 @@ func (c *Client) connect(ctx context.Context) (callConn, error) {
 
 // dial makes the connection d stands for, within ctx, which d.cancel ends.
 func (c *Client) dial(ctx context.Context, d *dialing) (callConn, error) {
-	sock, err := c.tr.Dial(ctx, c.addr)
+	conn, err := c.dialer.dial(ctx, c.addr)
 	d.cancel()
 	c.mu.Lock()
 	c.dialing = nil
 	var failed callConn
 	switch {
 	case err != nil:
-		err = &dialError{fmt.Errorf("dispatch: dial %s %s: %w", c.tr, c.addr, err)}
+		err = &dialError{fmt.Errorf("dispatch: dial %s %s: %w", c.dialer, c.addr, err)}
 	case c.closed.IsSet():
-		sock.Close()
+		failed = conn // never used: closed once mu is let go
 		err = ErrShutdown
 	default:
 		failed = c.conn // if any: it has failed, and is closed to free what it holds
-		c.conn = newClientConn(sock, c.opts.codec, c.opts.logger)
+		c.conn = conn
 	}
 	if c.closed.IsSet() {
 		err = ErrShutdown

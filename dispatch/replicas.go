@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/signal"
 	"github.com/zerodial/transport/resolver"
 )
@@ -18,7 +17,7 @@ import (
 // replicas its resolver reports, each a Client of one address, and the
 // state that chooses between them.
 type replicaSet struct {
-	tr     transport.Transport
+	dialer connDialer
 	target string
 	opts   replicaOptions
 	sub    clientOptions // each replica's Client's: no interceptors, no resolver
@@ -49,14 +48,14 @@ type replica struct {
 }
 
 // dialReplicas is Dial for a Client of replicas.
-func dialReplicas(ctx context.Context, tr transport.Transport, target string, o clientOptions) (*Client, error) {
+func dialReplicas(ctx context.Context, d connDialer, target string, o clientOptions) (*Client, error) {
 	sub := o
 	sub.interceptors, sub.streamInterceptors = nil, nil
 	sub.replicas = replicaOptions{}
-	s := &replicaSet{tr: tr, target: target, opts: o.replicas, sub: sub}
+	s := &replicaSet{dialer: d, target: target, opts: o.replicas, sub: sub}
 	s.budget.init(o.replicas.budget)
 	s.list.Store(&[]*replica{})
-	c := newAddrClient(tr, target, o, s)
+	c := newAddrClient(d, target, o, s)
 	w, err := o.replicas.resolver.Resolve(target, s.update)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: resolving %s: %w", target, err)
@@ -112,7 +111,7 @@ func (s *replicaSet) update(addrs []string, err error) {
 			next = append(next, old[i])
 			continue
 		}
-		r := &replica{addr: a, c: newAddrClient(s.tr, a, s.sub, nil)}
+		r := &replica{addr: a, c: newAddrClient(s.dialer, a, s.sub, nil)}
 		r.health.clean.Store(true)
 		next = append(next, r)
 	}
