@@ -248,6 +248,7 @@ type clientOptions struct {
 	interceptors       []Interceptor
 	streamInterceptors []StreamInterceptor
 	codec              codec.Codec
+	codecSet           bool // WithCodec was given, which a Client over a net/rpc codec refuses
 	shortcut           ShortcutMode
 	logger             *slog.Logger
 	streamWindow       int
@@ -263,7 +264,7 @@ func WithCodec(c codec.Codec) ClientOption {
 			o.problems.Refuse("WithCodec(nil)", "no codec")
 			return
 		}
-		o.codec = c
+		o.codec, o.codecSet = c, true
 	})
 }
 

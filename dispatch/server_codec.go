@@ -11,9 +11,11 @@ import (
 	"time"
 )
 
-// PathNetRPC is the Path of a call that a Server read through a net/rpc
-// codec (ServeCodec): a client of the standard library's net/rpc, of
-// net/rpc/jsonrpc, of HashiCorp's net-rpc-msgpackrpc.
+// PathNetRPC is the Path of a call that goes through a net/rpc codec: on
+// a Server, one it read through ServeCodec, from a client of the standard
+// library's net/rpc, of net/rpc/jsonrpc, of HashiCorp's
+// net-rpc-msgpackrpc; on a Client, one it made through NewCodecClient or
+// DialCodec, to any net/rpc server.
 const PathNetRPC Path = "netrpc"
 
 // ServeCodec serves the calls of one net/rpc connection, read and answered

@@ -40,22 +40,19 @@ func (c *serverCodec) Close() error { return c.s.close() }
 // LocalAddr is conn's local address when conn is a net.Conn, else nil:
 // dispatch's Server.ServeCodec gives it, and RemoteAddr, to the CallInfo
 // of the calls it serves.
-func (c *serverCodec) LocalAddr() net.Addr {
-	if nc, ok := c.s.conn.(net.Conn); ok {
-		return nc.LocalAddr()
-	}
-	return nil
-}
+func (c *serverCodec) LocalAddr() net.Addr { return c.s.localAddr() }
 
 // RemoteAddr is conn's remote address when conn is a net.Conn, else nil.
-func (c *serverCodec) RemoteAddr() net.Addr {
-	if nc, ok := c.s.conn.(net.Conn); ok {
-		return nc.RemoteAddr()
-	}
-	return nil
-}
+func (c *serverCodec) RemoteAddr() net.Addr { return c.s.remoteAddr() }
 
 type clientCodec struct{ s *stream }
+
+// LocalAddr is conn's local address when conn is a net.Conn, else nil.
+func (c *clientCodec) LocalAddr() net.Addr { return c.s.localAddr() }
+
+// RemoteAddr is conn's remote address when conn is a net.Conn, else nil:
+// dispatch's NewCodecClient gives it to the CallInfo of its calls.
+func (c *clientCodec) RemoteAddr() net.Addr { return c.s.remoteAddr() }
 
 func (c *clientCodec) WriteRequest(r *rpc.Request, body any) error { return c.s.write(r, body) }
 func (c *clientCodec) ReadResponseHeader(r *rpc.Response) error    { return c.s.read(r) }
@@ -90,6 +87,22 @@ func newStream(conn io.ReadWriteCloser, flushOnError bool, opts []Option) *strea
 		buf:          buf,
 		flushOnError: flushOnError,
 	}
+}
+
+// localAddr and remoteAddr are conn's addresses when conn is a net.Conn,
+// else nil.
+func (s *stream) localAddr() net.Addr {
+	if nc, ok := s.conn.(net.Conn); ok {
+		return nc.LocalAddr()
+	}
+	return nil
+}
+
+func (s *stream) remoteAddr() net.Addr {
+	if nc, ok := s.conn.(net.Conn); ok {
+		return nc.RemoteAddr()
+	}
+	return nil
 }
 
 func (s *stream) read(v any) error {
