@@ -173,8 +173,9 @@ func (cc *codecClientConn) call(ctx context.Context, name string, args, reply an
 			cc.mu.Lock()
 			if !p.over {
 				// The caller leaves; its Seq stays pending, so that the
-				// server's late reply is read past and dropped.
-				p.over = true
+				// server's late reply is read past and dropped. What it
+				// owns is let go of.
+				p.over, p.reply, p.capture = true, nil, nil
 				cc.mu.Unlock()
 				return ctxError(ctx)
 			}
@@ -284,6 +285,13 @@ func (cc *codecClientConn) readFailed(err error) {
 	cc.fail(connFailed(err))
 }
 
+// readFailure reports whether err, from reading a body, is the
+// connection's failure rather than a body that does not fit the reply.
+func readFailure(err error) bool {
+	var ne net.Error
+	return hungUp(err) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+}
+
 // readOne reads the body of resp and delivers the call's outcome; an error
 // ends the connection.
 func (cc *codecClientConn) readOne(resp *rpc.Response) error {
@@ -304,8 +312,8 @@ func (cc *codecClientConn) readOne(resp *rpc.Response) error {
 	} else {
 		err = cc.codec.ReadResponseBody(nil) // read past, as net/rpc does
 	}
-	if err != nil && !wanted {
-		return fmt.Errorf("dispatch: reading past the body of %s: %w", resp.ServiceMethod, err)
+	if err != nil && (!wanted || readFailure(err)) {
+		return fmt.Errorf("dispatch: reading the body of %s: %w", resp.ServiceMethod, err)
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()

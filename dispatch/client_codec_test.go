@@ -469,3 +469,25 @@ func TestCodecClientOptions(t *testing.T) {
 	assert.True(t, isConnFailure(err))
 	assert.Contains(t, err.Error(), "dispatch: dial tcp "+addr+": ")
 }
+
+// TestCodecClientReplyMismatch: a reply that does not fit the caller's
+// type is the caller's error, as on every path — not an *Error (the call
+// succeeded), not the connection's failure — and the connection goes on.
+func TestCodecClientReplyMismatch(t *testing.T) {
+	for _, k := range netRPCKinds {
+		t.Run(k.name, func(t *testing.T) {
+			s := startLegacy(t, "one", k.serve)
+			c := dialLegacy(t, s.addr, k.newCodec)
+			var wrong string
+			err := c.Call(t.Context(), "Legacy.Multiply", Args{2, 3}, &wrong)
+			require.Error(t, err)
+			assert.True(t, isConnFailure(err))
+			assert.NotErrorIs(t, err, dispatch.ErrShutdown)
+			assert.Contains(t, err.Error(), "dispatch: decoding reply of Legacy.Multiply: ")
+			assert.Empty(t, wrong)
+			var n int
+			require.NoError(t, c.Call(t.Context(), "Legacy.Multiply", Args{2, 3}, &n))
+			assert.Equal(t, 6, n)
+		})
+	}
+}
