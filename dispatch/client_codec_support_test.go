@@ -86,7 +86,7 @@ var netRPCKinds = []struct {
 		jsonrpc.NewClientCodec},
 }
 
-func startLegacy(t *testing.T, name string, serve func(*rpc.Server, net.Conn)) *legacyServer {
+func startLegacy(t testing.TB, name string, serve func(*rpc.Server, net.Conn)) *legacyServer {
 	t.Helper()
 	svc := newLegacy(name)
 	srv := rpc.NewServer()

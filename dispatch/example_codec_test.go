@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/rpc"
+	"net/rpc/jsonrpc"
 
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/gobrpc"
@@ -75,4 +76,31 @@ func ExampleDialCodec() {
 	// hello, gopher <nil>
 	// calling Greeter.Bye over netrpc
 	// not_found - rpc: can't find method Greeter.Bye
+}
+
+// NewCodecClient calls over a connection the program already has — here
+// one end of a pipe whose other end a JSON-RPC server of the standard
+// library serves. The Client owns the codec; Close closes it.
+func ExampleNewCodecClient() {
+	legacy := rpc.NewServer()
+	if err := legacy.Register(Greeter{}); err != nil {
+		log.Fatal(err)
+	}
+	mine, theirs := net.Pipe()
+	served := make(chan struct{})
+	go func() {
+		legacy.ServeCodec(jsonrpc.NewServerCodec(theirs))
+		close(served)
+	}()
+
+	c, err := dispatch.NewCodecClient(jsonrpc.NewClientCodec(mine))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var greeting string
+	err = c.Call(context.Background(), "Greeter.Hello", "JSON", &greeting)
+	fmt.Println(greeting, err)
+	c.Close()
+	<-served // the server saw the connection close
+	// Output: hello, JSON <nil>
 }
