@@ -57,7 +57,9 @@ import (
 //     net/rpc's "rpc: can't find service ..." and "rpc: can't find method
 //     ..." CodeNotFound, as on zerodial's wire; "rpc: service/method request
 //     ill-formed: ..." and "dispatch: decoding arguments of ..."
-//     CodeInvalidArgument; "dispatch: panic in ..." CodeInternal; and
+//     CodeInvalidArgument, as is a unary call of a dispatch streaming
+//     method; "dispatch: panic in ..." CodeInternal, as are a handler
+//     that ended its goroutine and a reply that could not be encoded; and
 //     "dispatch: error with code "C" and no message" (ServeCodec's words for
 //     an *Error with no message) is an *Error of Code C and no Message. So
 //     a Client of replicas retries on another a call refused by a Server
@@ -66,9 +68,10 @@ import (
 //     address dialled (DialCodec: its Network is the network dialled) or
 //     the codec's RemoteAddr, if it has such a method (NewCodecClient).
 //
-// A connection failure is not an *Error: it matches ErrShutdown, its text
-// says why (connection refused, the server closed the connection, a
-// response to no call), as on every path. A request the codec fails to
+// A failure of the connection is not an *Error, as on every path: a dial
+// that fails says what was dialled and why, and a connection that fails
+// matches ErrShutdown, its text saying why (the server closed the
+// connection, a response to no call). A request the codec fails to
 // write (arguments its encoding refuses, such as a gob of a type with no
 // exported fields) ends the connection too, since the codec may have
 // written part of it.

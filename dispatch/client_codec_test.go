@@ -9,6 +9,7 @@ import (
 	"net/rpc"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -409,7 +410,31 @@ func TestCodecClientWriteInterrupted(t *testing.T) {
 	quiet(t, errc, "the call whose write NewCodecClient cannot interrupt")
 	require.NoError(t, nc.Close())
 	assert.ErrorIs(t, recv(t, errc, waitLong, "the call Close ended"), context.Canceled)
+
+	// Unless the codec has a SetWriteDeadline method.
+	mine, theirs = net.Pipe()
+	defer theirs.Close()
+	dc, err := dispatch.NewCodecClient(deadlineCodec{netRPCKinds[1].newCodec(mine), mine})
+	require.NoError(t, err)
+	defer dc.Close()
+	ctx4, cancel4 := context.WithCancel(t.Context())
+	errc = callAsync(dc, ctx4, "Legacy.Multiply", Args{1, 2}, &n)
+	quiet(t, errc, "the call whose write is blocked")
+	cancel4()
+	assert.ErrorIs(t, recv(t, errc, waitLong, "the interrupted call"), context.Canceled)
+	err = dc.Call(t.Context(), "Legacy.Multiply", Args{1, 2}, &n)
+	require.ErrorIs(t, err, dispatch.ErrShutdown, "the request was cut short: the connection is over")
+	assert.Contains(t, err.Error(), "interrupted when its caller's context ended")
 }
+
+// deadlineCodec is a client codec that sets its connection's write
+// deadline.
+type deadlineCodec struct {
+	rpc.ClientCodec
+	conn net.Conn
+}
+
+func (c deadlineCodec) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
 
 // TestCodecClientWriteFails: arguments the codec cannot encode (gob: an
 // Opaque, of register_test.go, has no exported field) end the
