@@ -262,3 +262,69 @@ func readPreface(c net.Conn) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// Answer is the listening end of Exchange for a listener that serves more
+// than zerodial on its port (WIRE.md, "One port"): it reads first, and
+// writes proto's preface only once the peer's bytes are a whole zerodial
+// preface (of any protocol or version, so that a zerodial peer of the wrong
+// kind still learns what this end speaks), so that a client of another
+// protocol never receives a byte from it. A zerodial dialler writes its
+// preface and reads the listener's at once, so the exchange still costs it
+// one round trip.
+//
+// It returns the bytes read: the peer's preface, or, when they depart from
+// the magic, what had arrived by then (at least one byte, at most Len), for
+// the caller to replay to whoever takes the connection. A foreign peer is
+// told apart at its first byte that departs from the magic, without waiting
+// for eight: the error is then an *Error whose Err is ErrForeign, and c
+// keeps the deadline timeout set, so that the caller can go on reading
+// within the same bound. Otherwise it is as Exchange: nil for the preface
+// of proto (c is then left without a deadline), an *Error for another
+// preface, a silent peer or one that closes first, an error matching
+// ctx.Err() when ctx ends. On failure other than ErrForeign the caller must
+// close c.
+func Answer(ctx context.Context, c net.Conn, proto byte, peer string, timeout time.Duration) ([]byte, error) {
+	name := ProtocolName(proto)
+	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return nil, fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
+	got, err := readPreface(c)
+	if err == nil {
+		var out [Len]byte
+		if _, werr := c.Write(Of(proto).Append(out[:0])); werr != nil {
+			err = fmt.Errorf("write: %w", werr)
+			got = nil
+		}
+	}
+	if !stop() {
+		cerr := ctx.Err()
+		if err != nil {
+			cerr = fmt.Errorf("%w: %w", cerr, err)
+		}
+		return got, fmt.Errorf("%s: preface with %s: %w", name, peer, cerr)
+	}
+	pe := &Error{Transport: name, Peer: peer, Want: Of(proto), Got: got, Timeout: timeout, Err: err}
+	switch {
+	case err == nil:
+		if p, _ := Parse(got); p != Of(proto) {
+			return got, pe
+		}
+		if err := c.SetDeadline(time.Time{}); err != nil {
+			return got, fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+		}
+		return got, nil
+	case got != nil && peerFault(err):
+		return got, pe
+	}
+	return got, fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+}
+
+// Foreign reports whether err, from Answer, says the peer does not speak
+// zerodial at all: its bytes departed from the magic. A silent peer, or one
+// that sent part of the magic and stopped, is not foreign: nothing tells
+// what it speaks.
+func Foreign(err error) bool {
+	var pe *Error
+	return errors.As(err, &pe) && errors.Is(pe.Err, ErrForeign)
+}

@@ -1,0 +1,147 @@
+package preface
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
+)
+
+// TestAnswer: a zerodial dialler, which writes and reads at once, sets up
+// with a listener that reads first, over TCP and over net.Pipe (whose
+// writes wait for the reader); the bytes after the preface are left for the
+// next reader, and the deadline is cleared.
+func TestAnswer(t *testing.T) {
+	for name, mk := range map[string]func(*testing.T) (net.Conn, net.Conn){
+		"loopback": pair,
+		"pipe": func(t *testing.T) (net.Conn, net.Conn) {
+			a, b := net.Pipe()
+			t.Cleanup(func() { a.Close(); b.Close() })
+			return a, b
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			client, server := mk(t)
+			dialled := make(chan error, 1)
+			go func() {
+				err := Exchange(t.Context(), client, TCP, "server", time.Second)
+				if err == nil {
+					_, err = client.Write([]byte("after"))
+				}
+				dialled <- err
+			}()
+			got, err := Answer(t.Context(), server, TCP, "client", time.Second)
+			require.NoError(t, err)
+			assert.Equal(t, Of(TCP).Append(nil), got)
+			buf := make([]byte, 5)
+			_, err = io.ReadFull(server, buf)
+			require.NoError(t, err)
+			assert.Equal(t, "after", string(buf))
+			require.NoError(t, <-dialled)
+		})
+	}
+}
+
+// TestAnswerForeign: a peer whose first byte departs from the magic is
+// told apart at once, though it waits for an answer; it receives nothing
+// from this end, the bytes read are returned for replay, and the
+// connection keeps its deadline so that the caller reads on within the same
+// bound.
+func TestAnswerForeign(t *testing.T) {
+	client, server := pair(t)
+	_, err := client.Write([]byte(`{"method"`))
+	require.NoError(t, err)
+	start := time.Now()
+	got, err := Answer(t.Context(), server, TCP, "client", 300*time.Millisecond)
+	assert.Less(t, time.Since(start), 250*time.Millisecond, "decided at the first byte, not at the timeout")
+	require.Error(t, err)
+	assert.True(t, Foreign(err))
+	assert.ErrorIs(t, err, transport.ErrProtocol)
+	assert.False(t, Mismatch(err))
+	require.NotEmpty(t, got)
+	assert.Equal(t, `{"method"`[:len(got)], string(got))
+	assert.LessOrEqual(t, len(got), Len)
+
+	// The deadline stays: a read past the bytes sent times out.
+	rest := make([]byte, 64)
+	n, _ := io.ReadAtLeast(server, rest, len(`{"method"`)-len(got))
+	_, err = server.Read(rest[n:])
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+
+	// Nothing was written to the foreign peer: once the listener's end
+	// closes, the peer reads the end of the stream and no byte.
+	server.Close()
+	require.NoError(t, client.SetReadDeadline(time.Now().Add(time.Second)))
+	n, err = client.Read(rest)
+	assert.Zero(t, n, "the foreign peer received %q", rest[:n])
+	assert.ErrorIs(t, err, io.EOF)
+}
+
+// TestAnswerMismatch: a zerodial peer of another protocol is answered, so
+// that it learns what this end speaks, and refused.
+func TestAnswerMismatch(t *testing.T) {
+	client, server := pair(t)
+	_, err := client.Write(Of(Mux).Append(nil))
+	require.NoError(t, err)
+	got, err := Answer(t.Context(), server, TCP, "client", time.Second)
+	assert.EqualError(t, err, "tcp: client speaks zerodial mux/1, not tcp/1")
+	assert.True(t, Mismatch(err))
+	assert.False(t, Foreign(err))
+	assert.Equal(t, Of(Mux).Append(nil), got)
+	buf := make([]byte, Len)
+	_, err = io.ReadFull(client, buf)
+	require.NoError(t, err)
+	assert.Equal(t, Of(TCP).Append(nil), buf)
+}
+
+// TestAnswerSilent: a peer that sends nothing, or part of the magic, and
+// waits is refused at the timeout, and is not foreign: nothing says what it
+// speaks. One that closes first is refused at once.
+func TestAnswerSilent(t *testing.T) {
+	for _, sent := range []string{"", "ZDI"} {
+		client, server := pair(t)
+		_, err := client.Write([]byte(sent))
+		require.NoError(t, err)
+		got, err := Answer(context.Background(), server, TCP, "client", 100*time.Millisecond)
+		assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "%q", sent)
+		assert.ErrorIs(t, err, transport.ErrProtocol)
+		assert.False(t, Foreign(err))
+		assert.Equal(t, sent, string(got))
+	}
+
+	client, server := pair(t)
+	client.Close()
+	_, err := Answer(t.Context(), server, TCP, "client", time.Minute)
+	assert.ErrorIs(t, err, io.EOF)
+	assert.False(t, Foreign(err))
+}
+
+// TestAnswerContext: ctx cuts the read short, and the error says so.
+func TestAnswerContext(t *testing.T) {
+	_, server := pair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := Answer(ctx, server, TCP, "client", time.Minute)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, Foreign(err))
+}
+
+// TestAnswerWriteFails: a zerodial preface whose answer cannot be written
+// fails with the write's error, not as a peer's fault.
+func TestAnswerWriteFails(t *testing.T) {
+	client, server := pair(t)
+	_, err := client.Write(Of(TCP).Append(nil))
+	require.NoError(t, err)
+	_, err = Answer(t.Context(), failingWrites{server}, TCP, "client", time.Second)
+	assert.EqualError(t, err, "tcp: preface with client: write: broken")
+	assert.NotErrorIs(t, err, transport.ErrProtocol)
+	assert.False(t, errors.Is(err, ErrForeign))
+}
