@@ -249,6 +249,9 @@ func TestQueueBound(t *testing.T) {
 	c.Close()
 	_, err = offered(t, l, "{}")
 	assert.NoError(t, err)
+	// The ones waiting are closed with the listener.
+	require.NoError(t, l.Close())
+	assertClosed(t, clients[1])
 }
 
 // TestSplit: kinds go to the listener that took them, the rest to the
