@@ -221,7 +221,7 @@ func (c *connListener) MaxFrameSize() int { return c.l.MaxFrameSize() }
 func (c *connListener) Closed() bool { return c.l.Closed() }
 
 // connConfig applies opts for fn, NewClientConn or NewServerConn, on conn,
-// and reports what makes them unfit: the options' own problems, and TLS. It
+// and reports what makes them unfit: the options' own problems, TLS and a fallback. It
 // returns the name of conn's peer for errors as well.
 func connConfig(fn string, conn net.Conn, opts []Option) (config, string, error) {
 	cfg := configOf(opts)
@@ -233,6 +233,10 @@ func connConfig(fn string, conn net.Conn, opts []Option) (config, string, error)
 	if cfg.TLS != nil {
 		err = errors.Join(err, fmt.Errorf("mux: %s with %s: WithTLS is not for %s: wrap the connection with tls.Client or tls.Server", fn, peer, fn))
 	}
+	if cfg.Fallback != nil {
+		err = errors.Join(err, fmt.Errorf("mux: %s with %s: WithFallback is not for %s: it applies to the listeners Listen makes", fn, peer, fn))
+	}
 	cfg.TLS = nil
+	cfg.Fallback = nil
 	return cfg, peer, err
 }

@@ -22,7 +22,10 @@ import (
 // the peers open, from all sessions, in the order they arrive. A connection
 // that fails (a bad handshake, a wrong or missing preface within the
 // handshake timeout of 10 s, bytes that are not yamux, a peer that stops
-// answering keepalives) ends its own session only.
+// answering keepalives) ends its own session only. At most 256 connections
+// are being set up at once (setupBacklog); more wait in the kernel's
+// backlog. With WithFallback, a connection that does not open with the mux
+// preface is handed to the fallback listener instead of being dropped.
 func (t *Transport) Listen(addr string) (transport.Listener, error) {
 	if t.err != nil {
 		return nil, t.err
@@ -47,6 +50,7 @@ func newListener(cfg *config, setup netconn.Setup, nl net.Listener, addr net.Add
 		nl:       nl,
 		addr:     addr,
 		queue:    make(chan *streamConn, cfg.yamux.AcceptBacklog),
+		setting:  make(chan struct{}, setupBacklog),
 		done:     make(chan struct{}),
 		ctx:      ctx,
 		cancel:   cancel,
@@ -67,7 +71,10 @@ type listener struct {
 	// queue holds streams taken from their sessions and not yet returned
 	// by Accept.
 	queue chan *streamConn
-	done  chan struct{} // closed by Close
+	// setting holds a token for every accepted connection being set up
+	// (TLS, preface, the first bytes of a fallback's connection).
+	setting chan struct{}
+	done    chan struct{} // closed by Close
 	// closedFlag is set with done, and cheaper to test.
 	closedFlag atomic.Bool
 	// ctx ends with Close and bounds TLS handshakes.
@@ -213,12 +220,25 @@ func (l *listener) Close() error {
 	return err
 }
 
-// acceptConns accepts connections until Close and serves each on its own
-// goroutine, so a slow handshake holds up nobody else.
+// setupBacklog bounds the connections a listener sets up at once, as tcp's
+// acceptBacklog does: past it the listener stops taking connections from
+// the kernel, whose own backlog then holds them, so that silent peers
+// cannot make it hold sockets and goroutines without bound.
+const setupBacklog = 256
+
+// acceptConns accepts connections until Close, while fewer than
+// setupBacklog are being set up, and serves each on its own goroutine, so
+// a slow handshake holds up nobody else.
 func (l *listener) acceptConns() {
 	for {
+		select {
+		case l.setting <- struct{}{}:
+		case <-l.done:
+			return
+		}
 		c := netconn.Accept(l.nl, l.done, l.cfg.Logger, "mux")
 		if c == nil {
+			<-l.setting
 			return
 		}
 		go l.serve(c)
@@ -234,6 +254,11 @@ func (l *listener) serve(c net.Conn) {
 	// before yamux.Server, so a client of another protocol never gets a
 	// session. l.ctx ends with Close, which cuts the set-up short.
 	c, err := l.setup.Server(l.ctx, c, remote)
+	<-l.setting
+	if f := (*netconn.Foreign)(nil); errors.As(err, &f) {
+		l.handOn(f, remote)
+		return
+	}
 	if err != nil {
 		var te *netconn.TLSError
 		switch {
@@ -251,6 +276,21 @@ func (l *listener) serve(c net.Conn) {
 		return
 	}
 	l.runSession(ss, remote)
+}
+
+// handOn hands a connection that does not speak zerodial to the fallback,
+// or closes it if the listener is closed.
+func (l *listener) handOn(f *netconn.Foreign, remote string) {
+	if l.isClosed() {
+		f.Conn.Close()
+		return
+	}
+	if err := l.setup.Fallback.Offer(f.Conn); err != nil {
+		l.cfg.Logger.Debug("mux: connection dropped at its preface", "side", "server", "remote", remote,
+			"err", fmt.Errorf("mux: the fallback refused a %v connection: %w", f.Kind, err))
+		return
+	}
+	l.cfg.Logger.Debug("mux: connection handed to the fallback", "side", "server", "remote", remote, "kind", f.Kind.String())
 }
 
 // prefaceLogLevel is the level a failed preface exchange is logged at: a

@@ -80,9 +80,10 @@ func fromConfig(cfg config) *Transport {
 		cfg: cfg,
 		err: cfg.validate(),
 		setup: netconn.Setup{
-			Proto:   preface.Mux,
-			TLS:     cfg.TLS,
-			Timeout: cfg.HandshakeTimeout,
+			Proto:    preface.Mux,
+			TLS:      cfg.TLS,
+			Timeout:  cfg.HandshakeTimeout,
+			Fallback: cfg.Fallback,
 		},
 		current: make(map[string]*clientSession),
 		all:     make(map[*clientSession]struct{}),

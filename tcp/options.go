@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/zerodial/transport/fallback"
 	"github.com/zerodial/transport/internal/options"
 )
 
@@ -38,6 +39,35 @@ func WithMaxFrameSize(n int) Option {
 // caller's is the caller's to set up (pass a *tls.Conn).
 func WithTLS(cfg *tls.Config) Option {
 	return option(func(c *options.Common) { c.SetTLS(cfg) })
+}
+
+// WithFallback makes the listeners of the Transport serve, on their port,
+// the clients that do not speak zerodial as well (WIRE.md, "One port"): a
+// listener then reads a connection's first bytes before it writes any, sets
+// it up as usual when they are a zerodial preface, and otherwise hands it
+// to fb (fallback.Listener.Offer), where Accept returns it with those bytes
+// replayed, classified by fallback.Classify. Nothing is sent to such a
+// client. The preface and the bytes read to classify are bounded by one
+// handshake timeout (WithHandshakeTimeout), during which the connection
+// holds one of the listener's 256 places for connections not yet accepted;
+// a client that sends nothing, part of a preface, or too little to tell
+// its kind within it is dropped (logged at Debug), and one that fb refuses
+// (its queue full or closed) is closed by fb.
+//
+// With TLS (WithTLS), the TLS handshake comes first and the first bytes
+// read are TLS application data: fb receives the *tls.Conn, TLS
+// terminated, wrapped so as to replay them. A client that negotiated an
+// ALPN protocol (h2 or http/1.1, when cfg.NextProtos lists them) is handed
+// to fb as the *tls.Conn itself, without a byte read, zerodial having no
+// ALPN protocol of its own; so a zerodial Dial must not offer one that the
+// listener's configuration lists.
+//
+// A listener's Close does not close fb, which may serve other listeners
+// (or a program's own) and whose Accept loops are the program's: close it
+// when they are done. Dial is unaffected. A nil fb means none, the
+// default. NewSocket refuses it.
+func WithFallback(fb *fallback.Listener) Option {
+	return option(func(c *options.Common) { c.SetFallback(fb) })
 }
 
 // WithLogger sends the transport's diagnostics (connections a listener

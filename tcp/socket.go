@@ -66,12 +66,19 @@ func NewSocket(ctx context.Context, conn net.Conn, opts ...Option) (transport.So
 // errTLSOption refuses WithTLS in NewSocket.
 var errTLSOption = errors.New("WithTLS is not for NewSocket: wrap the connection with tls.Client or tls.Server")
 
+// errFallbackOption refuses WithFallback in NewSocket, whose connection is
+// the caller's to route.
+var errFallbackOption = errors.New("WithFallback is not for NewSocket: it applies to the listeners Listen makes")
+
 // newSocketErr reports what makes o unfit for NewSocket with peer: the
-// options' own problems, and TLS.
+// options' own problems, TLS and a fallback.
 func newSocketErr(o options.Common, peer string) error {
 	err := o.Err()
 	if o.TLS != nil {
 		err = errors.Join(err, fmt.Errorf("tcp: NewSocket with %s: %w", peer, errTLSOption))
+	}
+	if o.Fallback != nil {
+		err = errors.Join(err, fmt.Errorf("tcp: NewSocket with %s: %w", peer, errFallbackOption))
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package tcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -42,7 +43,7 @@ func New(opts ...Option) *Transport {
 	return &Transport{
 		opts:  o,
 		err:   o.Err(),
-		setup: netconn.Setup{Proto: preface.TCP, TLS: o.TLS, Timeout: o.HandshakeTimeout},
+		setup: netconn.Setup{Proto: preface.TCP, TLS: o.TLS, Timeout: o.HandshakeTimeout, Fallback: o.Fallback},
 	}
 }
 
@@ -93,7 +94,9 @@ const acceptBacklog = 256
 // the handshake timeout (10 s) for a step, is closed and logged (Debug, or
 // Warn for a zerodial peer of another protocol or version, or a failed TLS
 // handshake). At most 256 connections wait for Accept, set up or being set
-// up; more wait in the kernel's backlog.
+// up; more wait in the kernel's backlog. With WithFallback, a connection
+// that does not open with the tcp preface is handed to the fallback
+// listener instead of being dropped, and leaves its place then.
 func (t *Transport) Listen(addr string) (transport.Listener, error) {
 	if t.err != nil {
 		return nil, t.err
@@ -203,6 +206,10 @@ func (l *listener) setUp(raw net.Conn) {
 	// No ctx: Close ends a set-up by closing raw, which it finds in
 	// l.setting.
 	c, err := l.setup.Server(context.Background(), raw, remote)
+	if f := (*netconn.Foreign)(nil); errors.As(err, &f) {
+		l.handOn(f, raw, remote)
+		return
+	}
 
 	l.mu.Lock()
 	delete(l.setting, raw)
@@ -223,6 +230,27 @@ func (l *listener) setUp(raw net.Conn) {
 	}
 	c.Close()
 	<-l.slots
+}
+
+// handOn hands a connection that does not speak zerodial to the fallback,
+// once Close can no longer find it among those being set up (so that Close
+// never closes a connection the fallback has), and frees its place.
+func (l *listener) handOn(f *netconn.Foreign, raw net.Conn, remote string) {
+	l.mu.Lock()
+	delete(l.setting, raw)
+	closed := l.closed
+	l.mu.Unlock()
+	defer func() { <-l.slots }()
+	if closed {
+		f.Conn.Close()
+		return
+	}
+	if err := l.setup.Fallback.Offer(f.Conn); err != nil {
+		l.opts.Logger.Debug("tcp: connection dropped before Accept", "side", "server", "remote", remote,
+			"err", fmt.Errorf("tcp: the fallback refused a %v connection: %w", f.Kind, err))
+		return
+	}
+	l.opts.Logger.Debug("tcp: connection handed to the fallback", "side", "server", "remote", remote, "kind", f.Kind.String())
 }
 
 // Close stops listening: the address is free when it returns, pending and

@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/zerodial/transport/fallback"
 	"github.com/zerodial/transport/internal/preface"
 )
 
@@ -30,6 +31,12 @@ type Setup struct {
 	// ServerTLSTimeout bounds a server's TLS handshake; zero means Timeout.
 	// mux bounds it by its write timeout, as it did before the preface.
 	ServerTLSTimeout time.Duration
+	// Fallback, when not nil, takes the connections a server finds not to
+	// speak zerodial (WIRE.md, "One port"): the server then reads first
+	// (preface.Answer) and returns such a connection, its first bytes
+	// replayed, as a *Foreign, for the caller to hand to Fallback, where
+	// it would fail. nil: the exchange of preface.Exchange.
+	Fallback *fallback.Listener
 }
 
 func (s Setup) name() string { return preface.ProtocolName(s.Proto) }
@@ -113,7 +120,10 @@ func (s Setup) Server(ctx context.Context, c net.Conn, remote string) (net.Conn,
 		}
 		c = tc
 	}
-	return c, preface.Exchange(ctx, c, s.Proto, remote, s.Timeout)
+	if s.Fallback == nil {
+		return c, preface.Exchange(ctx, c, s.Proto, remote, s.Timeout)
+	}
+	return s.answer(ctx, c, remote)
 }
 
 // TLSError is a server's failed TLS handshake. A zerodial client that

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/fallback"
 )
 
 // Common holds the settings every transport understands. Make one with New;
@@ -39,6 +40,9 @@ type Common struct {
 	// FrameTimeout bounds how long the rest of a frame may take to arrive
 	// once its first byte has; zero means no bound.
 	FrameTimeout time.Duration
+	// Fallback, when not nil, takes the connections a network listener
+	// finds not to speak zerodial (WIRE.md, "One port").
+	Fallback *fallback.Listener
 
 	Problems
 }
@@ -79,6 +83,9 @@ func (c *Common) SetMaxFrameSize(n int) {
 // SetTLS is WithTLS: it keeps a clone of cfg, so that later changes to cfg
 // have no effect. A nil cfg means no TLS.
 func (c *Common) SetTLS(cfg *tls.Config) { c.TLS = cfg.Clone() }
+
+// SetFallback is WithFallback: a nil l means none, the default.
+func (c *Common) SetFallback(l *fallback.Listener) { c.Fallback = l }
 
 // SetLogger is WithLogger: a nil l discards the diagnostics.
 func (c *Common) SetLogger(l *slog.Logger) {
