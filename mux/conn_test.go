@@ -15,6 +15,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/fallback"
 	"github.com/zerodial/transport/internal/conntest"
 	"github.com/zerodial/transport/internal/preface/prefacetest"
 	"github.com/zerodial/transport/tcp"
@@ -348,6 +349,28 @@ func TestConnRefusesTLSOption(t *testing.T) {
 	defer b.Close()
 	_, err = NewServerConn(t.Context(), a, WithTLS(clientCfg))
 	assert.EqualError(t, err, "mux: NewServerConn with pipe: WithTLS is not for NewServerConn: wrap the connection with tls.Client or tls.Server")
+	_, err = a.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewServerConn left conn open")
+}
+
+// TestConnRefusesFallbackOption: WithFallback is for the listeners Listen
+// makes; NewClientConn and NewServerConn fail with it rather than ignore
+// it, and close conn.
+func TestConnRefusesFallbackOption(t *testing.T) {
+	fb, err := fallback.New()
+	require.NoError(t, err)
+	defer fb.Close()
+	a, b := net.Pipe()
+	defer b.Close()
+	_, err = NewClientConn(t.Context(), a, WithFallback(fb))
+	assert.EqualError(t, err, "mux: NewClientConn with pipe: WithFallback is not for NewClientConn: it applies to the listeners Listen makes")
+	_, err = a.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewClientConn left conn open")
+
+	a, b = net.Pipe()
+	defer b.Close()
+	_, err = NewServerConn(t.Context(), a, WithFallback(fb))
+	assert.EqualError(t, err, "mux: NewServerConn with pipe: WithFallback is not for NewServerConn: it applies to the listeners Listen makes")
 	_, err = a.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewServerConn left conn open")
 }

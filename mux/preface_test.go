@@ -34,7 +34,7 @@ var suite = prefacetest.Suite{
 
 // suiteOptions turns a suite's Config into mux's options.
 func suiteOptions(cfg prefacetest.Config) []Option {
-	opts := []Option{WithTLS(cfg.TLS), WithLogger(cfg.Logger)}
+	opts := []Option{WithTLS(cfg.TLS), WithLogger(cfg.Logger), WithFallback(cfg.Fallback)}
 	if cfg.HandshakeTimeout != 0 {
 		opts = append(opts, WithHandshakeTimeout(cfg.HandshakeTimeout))
 	}
@@ -91,3 +91,11 @@ func TestWire(t *testing.T) {
 		assert.Equal(t, want, l.(transport.WireReporter).Wire())
 	}
 }
+
+func TestFallbackServesBoth(t *testing.T) { prefacetest.FallbackServesBoth(t, suite) }
+func TestFallbackRefusesZerodialMismatch(t *testing.T) {
+	prefacetest.FallbackRefusesZerodialMismatch(t, suite)
+}
+func TestFallbackDropsSilent(t *testing.T)    { prefacetest.FallbackDropsSilent(t, suite) }
+func TestFallbackCloseEndsSniff(t *testing.T) { prefacetest.FallbackCloseEndsSniff(t, suite) }
+func TestFallbackTLS(t *testing.T)            { prefacetest.FallbackTLS(t, suite) }

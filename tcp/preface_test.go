@@ -41,7 +41,7 @@ var suite = prefacetest.Suite{
 
 // options turns a suite's Config into tcp's options.
 func options(cfg prefacetest.Config) []tcp.Option {
-	opts := []tcp.Option{tcp.WithTLS(cfg.TLS), tcp.WithLogger(cfg.Logger)}
+	opts := []tcp.Option{tcp.WithTLS(cfg.TLS), tcp.WithLogger(cfg.Logger), tcp.WithFallback(cfg.Fallback)}
 	if cfg.HandshakeTimeout != 0 {
 		opts = append(opts, tcp.WithHandshakeTimeout(cfg.HandshakeTimeout))
 	}
@@ -134,3 +134,11 @@ func TestWire(t *testing.T) {
 	assert.True(t, tcp.New().Wire().Accepts(tcp.New().Wire()))
 	assert.False(t, mux.New().Wire().Accepts(tcp.New().Wire()), "mux/1 and tcp/1 differ")
 }
+
+func TestFallbackServesBoth(t *testing.T) { prefacetest.FallbackServesBoth(t, suite) }
+func TestFallbackRefusesZerodialMismatch(t *testing.T) {
+	prefacetest.FallbackRefusesZerodialMismatch(t, suite)
+}
+func TestFallbackDropsSilent(t *testing.T)    { prefacetest.FallbackDropsSilent(t, suite) }
+func TestFallbackCloseEndsSniff(t *testing.T) { prefacetest.FallbackCloseEndsSniff(t, suite) }
+func TestFallbackTLS(t *testing.T)            { prefacetest.FallbackTLS(t, suite) }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/fallback"
 	"github.com/zerodial/transport/internal/preface/prefacetest"
 	"github.com/zerodial/transport/mux"
 	"github.com/zerodial/transport/tcp"
@@ -163,6 +164,21 @@ func TestNewSocketRefusesTLSOption(t *testing.T) {
 	defer b.Close()
 	_, err := tcp.NewSocket(t.Context(), a, tcp.WithTLS(clientCfg))
 	assert.ErrorContains(t, err, "tcp: NewSocket with pipe: WithTLS is not for NewSocket")
+	_, err = a.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewSocket left conn open")
+}
+
+// TestNewSocketRefusesFallbackOption: WithFallback is for the listeners
+// Listen makes; NewSocket, whose connection is the caller's to route,
+// fails with it rather than ignore it, and closes conn.
+func TestNewSocketRefusesFallbackOption(t *testing.T) {
+	fb, err := fallback.New()
+	require.NoError(t, err)
+	defer fb.Close()
+	a, b := net.Pipe()
+	defer b.Close()
+	_, err = tcp.NewSocket(t.Context(), a, tcp.WithFallback(fb))
+	assert.EqualError(t, err, "tcp: NewSocket with pipe: WithFallback is not for NewSocket: it applies to the listeners Listen makes")
 	_, err = a.Read(make([]byte, 1))
 	assert.ErrorIs(t, err, io.ErrClosedPipe, "NewSocket left conn open")
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/fallback"
 )
 
 // Protocol is a transport's protocol as the wire and the errors name it.
@@ -51,6 +52,8 @@ type Config struct {
 	// HandshakeTimeout, when not zero, is given to WithHandshakeTimeout,
 	// so that a test of a silent peer need not wait ten seconds.
 	HandshakeTimeout time.Duration
+	// Fallback, when not nil, is given to WithFallback.
+	Fallback *fallback.Listener
 }
 
 // Suite is the transport under test, as the bodies need it.
