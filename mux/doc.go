@@ -10,7 +10,12 @@
 // one frame stream exactly as the tcp transport's connection does (see
 // WIRE.md), and is one Socket: closing a Socket, on either end, ends that
 // stream only. A Listener serves a yamux session on every connection it
-// accepts and returns the streams of all of them from Accept.
+// accepts and returns the streams of all of them from Accept. With
+// WithFallback, a Listener's port serves clients that do not speak
+// zerodial as well (net/rpc's gob and JSON-RPC clients, msgpackrpc, HTTP):
+// it reads a client's first bytes before it writes its preface, and hands a
+// client whose bytes are not a zerodial preface to a fallback.Listener,
+// those bytes replayed (WIRE.md, "One port").
 //
 // Either end of a session may open streams, so either end may serve and
 // call: Back turns a listener into a Transport whose Dial opens a stream
@@ -48,7 +53,7 @@
 // the same names, WithHandshakeTimeout and WithFrameTimeout, which tcp has
 // too, and WithKeepAlive, WithStreamLimit, WithAcceptBacklog,
 // WithStreamOpenTimeout, WithStreamCloseTimeout, WithWriteTimeout,
-// WithStreamWindow and WithDialer. Another package's options do not
+// WithStreamWindow, WithDialer and WithFallback. Another package's options do not
 // compile here. New does not fail; a Transport made with invalid options
 // fails every Dial and Listen with one error that names each of them and
 // its value. yamux's diagnostics go to the transport's slog.Logger (see

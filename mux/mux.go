@@ -56,7 +56,7 @@ var (
 // WithLogger, WithHandshakeTimeout, WithFrameTimeout) and this transport's
 // own (WithKeepAlive, WithStreamLimit, WithAcceptBacklog,
 // WithStreamOpenTimeout, WithStreamCloseTimeout, WithWriteTimeout,
-// WithStreamWindow, WithDialer). New does not fail: if an option is
+// WithStreamWindow, WithDialer, WithFallback). New does not fail: if an option is
 // invalid, every Dial and Listen of the Transport returns an error naming
 // each invalid option and its value (errors.Join).
 func New(opts ...Option) *Transport {

@@ -10,13 +10,20 @@
 // right preface. NewSocket speaks the same protocol over a connection made
 // some other way (a unix socket, net.Pipe, a proxy's connection).
 //
+// WithFallback lets a listener's port serve clients that do not speak
+// zerodial as well (net/rpc's gob and JSON-RPC clients, msgpackrpc, HTTP):
+// the listener then reads a client's first bytes before it writes its
+// preface, and hands a client whose bytes are not a zerodial preface to a
+// fallback.Listener, those bytes replayed (WIRE.md, "One port").
+//
 // Writes are buffered and flushed once per message, with TCP_NODELAY set, so
 // a message costs one write system call. Many goroutines may Send on one
 // socket; frames never interleave.
 //
 // New and NewSocket take this package's options, of type Option:
 // WithMaxFrameSize, WithTLS and WithLogger (the mux and memory packages
-// have options of the same names, which do not compile here). New does not
+// have options of the same names, which do not compile here),
+// WithHandshakeTimeout, WithFrameTimeout and WithFallback. New does not
 // fail; a Transport made with invalid options fails every Dial and Listen
 // with one error that names each of them and its value.
 package tcp

@@ -34,8 +34,8 @@ var (
 )
 
 // New returns a TCP Transport configured by opts (WithMaxFrameSize,
-// WithTLS, WithLogger, WithHandshakeTimeout, WithFrameTimeout), applied in
-// order. New does not fail: if an option
+// WithTLS, WithLogger, WithHandshakeTimeout, WithFrameTimeout,
+// WithFallback), applied in order. New does not fail: if an option
 // is invalid, every Dial and Listen of the Transport returns an error
 // naming each invalid option and its value (errors.Join).
 func New(opts ...Option) *Transport {

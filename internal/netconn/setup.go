@@ -102,9 +102,12 @@ func isTimeout(err error) bool {
 // listener closes; tcp closes the connection instead). A failed TLS
 // handshake is a *TLSError, so that the listener can log it as the
 // misconfiguration it usually is; a client that is not of the protocol
-// fails with an error matching transport.ErrProtocol.
+// fails with an error matching transport.ErrProtocol. With a Fallback, a
+// client whose first bytes are not a zerodial preface fails with a
+// *Foreign, which carries the connection to hand on (and which the caller
+// does not close).
 //
-// On failure the caller closes the connection returned (c, or its TLS
+// On other failures the caller closes the connection returned (c, or its TLS
 // wrapping once the handshake is done), after it has logged why: a peer
 // that sees the connection end can then count on finding the reason in
 // the log.
