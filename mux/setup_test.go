@@ -1,0 +1,36 @@
+package mux
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSetupBacklog: a listener sets up at most setupBacklog connections at
+// once. With that many silent peers in set-up, a Dial is not taken from the
+// kernel's backlog and its context ends first; once the handshake timeout
+// has dropped them, a Dial gets in.
+func TestSetupBacklog(t *testing.T) {
+	l := listen(t, newTransport(t, WithHandshakeTimeout(time.Second)))
+	addr := l.Addr().String()
+	for range setupBacklog {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer c.Close()
+	}
+	ml := l.(*listener)
+	require.Eventually(t, func() bool { return len(ml.setting) >= setupBacklog }, 5*time.Second, time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, err := newTransport(t).Dial(ctx, addr)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "a connection past the backlog was set up")
+
+	sock := dial(t, newTransport(t), addr)
+	assert.NotNil(t, sock)
+	assert.Less(t, len(ml.setting), setupBacklog)
+}
