@@ -57,17 +57,20 @@ var ErrUndecided = errors.New("fallback: the connection's kind was not known bef
 // so a caller that has none sets one. It reads at most PrefixLen bytes in
 // all, and none when read already decides, or when c is a TLS connection
 // whose client negotiated a protocol by ALPN (c is then returned as it
-// is). A c that Sniff returned already is returned as it is.
+// is). A c that Sniff returned already, with read empty, is returned as it
+// is.
 //
 // On error, an error matching ErrUndecided when c ended or timed out first
 // (wrapping the read's error too), c is left for the caller to close.
 func Sniff(c net.Conn, read []byte) (net.Conn, Kind, error) {
-	switch cc := c.(type) {
-	case *conn:
-		return c, cc.kind, nil
-	case *tls.Conn:
-		if k, ok := alpnKind(cc); ok && len(read) == 0 {
-			return c, k, nil
+	if len(read) == 0 {
+		switch cc := c.(type) {
+		case *conn:
+			return c, cc.kind, nil
+		case *tls.Conn:
+			if k, ok := alpnKind(cc); ok {
+				return c, k, nil
+			}
 		}
 	}
 	buf := make([]byte, max(PrefixLen, len(read)))

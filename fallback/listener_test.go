@@ -135,6 +135,24 @@ func TestSniffRead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, c, again)
 	assert.Equal(t, JSON, k)
+
+	// Bytes read from a connection Sniff returned come first again when
+	// they are given back.
+	client, server = loopback(t)
+	_, err = client.Write([]byte(`"a":1}`))
+	require.NoError(t, err)
+	client.Close()
+	c, _, err = Sniff(server, []byte("{"))
+	require.NoError(t, err)
+	head := make([]byte, 2)
+	_, err = io.ReadFull(c, head)
+	require.NoError(t, err)
+	again, k, err = Sniff(c, head)
+	require.NoError(t, err)
+	assert.Equal(t, JSON, k)
+	all, err := io.ReadAll(again)
+	require.NoError(t, err)
+	assert.Equal(t, `{"a":1}`, string(all))
 }
 
 // TestSniffUndecided: a client that sends the start of a method and stops,
