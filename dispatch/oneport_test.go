@@ -113,7 +113,7 @@ func startOnePort(t *testing.T, k onePortKind, cfg, clientCfg *tls.Config, hands
 	return &onePort{addr: l.Addr().String(), fb: fb, dial: dial}
 }
 
-// call makes one call of Arith.Multiply and checks its answer.
+// checkMultiply makes one call of Arith.Multiply and checks its answer.
 func checkMultiply(t *testing.T, who string, call func(args Args, reply *int) error, a int) {
 	var n int
 	if assert.NoError(t, call(Args{a, 7}, &n), who) {
