@@ -145,7 +145,10 @@ func (l *Listener) Split(kinds ...Kind) *Listener {
 // afterwards, unless c is already classified (a connection Sniff returned;
 // the transports hand on only those) or is a TLS connection that
 // negotiated a protocol by ALPN: then it does not read at all, and returns
-// at once. When it reads, it waits for the peer: a program's own accept
+// at once. A TLS connection whose handshake is not done (one from
+// tls.NewListener) has it done first, within the same timeout, so that an
+// ALPN client is handed on unread, as the *tls.Conn that net/http needs to
+// serve HTTP/2 over TLS. When it reads, it waits for the peer: a program's own accept
 // loop should call it on a goroutine of its own for each connection.
 func (l *Listener) Offer(c net.Conn) error {
 	r := l.root
@@ -179,24 +182,36 @@ func (l *Listener) Offer(c net.Conn) error {
 }
 
 // sniff classifies c as Offer does: without reading when it can, and
-// otherwise under the listener's timeout.
+// otherwise under the listener's timeout. A TLS connection's handshake,
+// if not done yet (one from tls.NewListener), is done first, so that a
+// client that negotiates a protocol by ALPN is handed on unread as well.
 func (r *Listener) sniff(c net.Conn) (net.Conn, Kind, error) {
-	switch cc := c.(type) {
-	case *conn:
+	if cc, ok := c.(*conn); ok {
 		return c, cc.kind, nil
-	case *tls.Conn:
-		if k, ok := alpnKind(cc); ok {
+	}
+	tc, isTLS := c.(*tls.Conn)
+	if isTLS && tc.ConnectionState().HandshakeComplete {
+		if k, ok := alpnKind(tc); ok {
 			return c, k, nil
 		}
 	}
 	if err := c.SetReadDeadline(time.Now().Add(r.cfg.timeout)); err != nil {
 		return nil, Unknown, fmt.Errorf("fallback: %w", err)
 	}
-	sc, k, err := Sniff(c, nil)
+	if isTLS {
+		// The handshake writes too: bound it whole.
+		if err := c.SetWriteDeadline(time.Now().Add(r.cfg.timeout)); err != nil {
+			return nil, Unknown, fmt.Errorf("fallback: %w", err)
+		}
+		if err := tc.Handshake(); err != nil {
+			return nil, Unknown, fmt.Errorf("fallback: tls handshake: %w", err)
+		}
+	}
+	sc, k, err := Sniff(c, nil) // no read after all for an ALPN client
 	if err != nil {
 		return nil, Unknown, err
 	}
-	if err := c.SetReadDeadline(time.Time{}); err != nil {
+	if err := c.SetDeadline(time.Time{}); err != nil {
 		return nil, Unknown, fmt.Errorf("fallback: %w", err)
 	}
 	return sc, k, nil

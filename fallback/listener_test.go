@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport/internal/testcert"
 )
 
 // loopback returns the two ends of a loopback TCP connection, closed when
@@ -344,4 +347,48 @@ func TestNewInvalid(t *testing.T) {
 	_, err := New(WithQueue(0), WithTimeout(-time.Second), nil)
 	assert.EqualError(t, err, "fallback: WithQueue(0): must be positive\nfallback: WithTimeout(-1s): must be positive")
 	assert.False(t, errors.Is(err, net.ErrClosed))
+}
+
+// TestOfferTLS: Offer of a connection from tls.NewListener completes its
+// handshake; a client that negotiated h2 by ALPN is handed on as the
+// *tls.Conn itself, unread, and one that negotiated nothing is read inside
+// TLS.
+func TestOfferTLS(t *testing.T) {
+	serverCfg, clientCfg := testcert.Configs(t)
+	serverCfg.NextProtos = []string{"h2", "http/1.1"}
+	clientCfg.ServerName = "127.0.0.1"
+	l := newTree(t)
+	for _, tc := range []struct {
+		alpn []string
+		want Kind
+	}{
+		{[]string{"h2"}, HTTP2},
+		{[]string{"http/1.1"}, HTTP},
+		{nil, Gob},
+	} {
+		client, server := loopback(t)
+		cfg := clientCfg.Clone()
+		cfg.NextProtos = tc.alpn
+		tlsClient := tls.Client(client, cfg)
+		go tlsClient.Write([]byte(".\x7f"))
+		require.NoError(t, l.Offer(tls.Server(server, serverCfg)))
+		c, err := l.Accept()
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, KindOf(c), "%v", tc.alpn)
+		_, isTLS := c.(*tls.Conn)
+		assert.Equal(t, tc.alpn != nil, isTLS, "%v: handed on as itself", tc.alpn)
+		buf := make([]byte, 2)
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+		assert.Equal(t, ".\x7f", string(buf))
+		c.Close()
+	}
+
+	// A client that never completes the handshake is dropped at the
+	// timeout.
+	l = newTree(t, WithTimeout(100*time.Millisecond))
+	_, server := loopback(t)
+	err := l.Offer(tls.Server(server, serverCfg))
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	assert.ErrorContains(t, err, "fallback: tls handshake")
 }
