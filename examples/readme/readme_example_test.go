@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -15,10 +16,13 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/fallback"
+	"github.com/zerodial/transport/gobrpc"
 	"github.com/zerodial/transport/health"
 	"github.com/zerodial/transport/memory"
 	"github.com/zerodial/transport/mux"
 	"github.com/zerodial/transport/resolver"
+	"github.com/zerodial/transport/tcp"
 )
 
 type Args struct{ A, B int }
@@ -304,4 +308,91 @@ func Example_transport() {
 	s.Close()
 	l.Close()
 	// Output: v hello
+}
+
+// A rolling migration from net/rpc, with one port. The service moves first:
+// its dispatch.Server keeps serving the clients not yet moved (net/rpc's
+// gob, JSON-RPC) on the port its zerodial clients use. The clients then move
+// one by one; a moved program calls the servers not yet moved through
+// DialCodec, with its interceptors and deadlines.
+func Example_migrate() {
+	ctx := context.Background()
+
+	// A server not yet moved: the standard library's rpc.Server.
+	legacy := rpc.NewServer()
+	if err := legacy.Register(Arith{}); err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ln.Close()
+	go legacy.Accept(ln)
+
+	// The service moved: zerodial and net/rpc's clients on one port.
+	fb, err := fallback.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer fb.Close()
+	l, err := tcp.New(tcp.WithFallback(fb)).Listen("127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := dispatch.NewServer()
+	if err := srv.RegisterName("Arith", Arith{}); err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		for {
+			c, err := fb.Accept() // what does not speak zerodial, first bytes replayed
+			if err != nil {
+				return // fb closed
+			}
+			switch fallback.KindOf(c) {
+			case fallback.Gob:
+				go srv.ServeCodec(gobrpc.NewServerCodec(c))
+			case fallback.JSON:
+				go srv.ServeCodec(jsonrpc.NewServerCodec(c))
+			default:
+				c.Close()
+			}
+		}
+	}()
+	addr := l.Addr().String()
+
+	var product int
+	oldClient, err := rpc.Dial("tcp", addr) // a client not yet moved, unchanged
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = oldClient.Call("Arith.Multiply", Args{2, 3}, &product)
+	fmt.Println("net/rpc client:", product, err)
+	oldClient.Close()
+
+	newClient, err := dispatch.Dial(ctx, tcp.New(), addr) // a client moved
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = newClient.Call(ctx, "Arith.Multiply", Args{6, 7}, &product)
+	fmt.Println("zerodial client:", product, err)
+	newClient.Close()
+
+	gob := func(c io.ReadWriteCloser) rpc.ClientCodec { return gobrpc.NewClientCodec(c) }
+	toLegacy, err := dispatch.DialCodec(ctx, nil, "tcp", ln.Addr().String(), gob) // a moved client, a server not moved
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = toLegacy.Call(ctx, "Arith.Multiply", Args{4, 5}, &product)
+	fmt.Println("to rpc.Server:", product, err)
+	toLegacy.Close()
+	// Output:
+	// net/rpc client: 6 <nil>
+	// zerodial client: 42 <nil>
+	// to rpc.Server: 20 <nil>
 }
