@@ -43,9 +43,14 @@
 //     own; both ends of a call are zerodial.
 //   - rpc.method: "Service/Method", as in the span's name.
 //   - zerodial.path (PathKey): the way the call went — "memory", "tcp",
-//     "mux", "shortcut-copy" or "shortcut-direct" (dispatch.CallInfo.Path).
-//     On the Client it is the path the Client meant to take when the span
-//     starts, corrected when the call returns.
+//     "mux", "shortcut-copy", "shortcut-direct", or "netrpc" for a call
+//     carried by a net/rpc codec (Server.ServeCodec, dispatch.DialCodec)
+//     (dispatch.CallInfo.Path). On the Client it is the path the Client
+//     meant to take when the span starts, corrected when the call returns.
+//     Over net/rpc no trace context crosses (it carries no metadata), so the
+//     Server span starts a trace of its own, and a handler's code reaches
+//     the Client as text only: its span reads UNKNOWN unless the words are
+//     ones dispatch.NewCodecClient knows.
 //   - Client: server.address and server.port, from the address dialled
 //     (the port only when the address has one: a memory address has none).
 //   - Server: network.peer.address and network.peer.port, when the peer's

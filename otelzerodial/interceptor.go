@@ -26,7 +26,7 @@ const ScopeName = "github.com/zerodial/transport/otelzerodial"
 
 // PathKey is the attribute that says which way a call went, on spans and
 // metrics: the dispatch.Path ("memory", "tcp", "mux", "shortcut-copy",
-// "shortcut-direct").
+// "shortcut-direct", "netrpc").
 const PathKey = attribute.Key("zerodial.path")
 
 // systemName is rpc.system.name: see the package documentation for why.
