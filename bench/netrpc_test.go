@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/rpc"
+	"net/rpc/jsonrpc"
 	"reflect"
 	"sync"
 	"testing"
@@ -14,13 +15,15 @@ import (
 	"github.com/hashicorp/yamux"
 )
 
-// The standard library's net/rpc (gob) over three connections, and
-// hashicorp's msgpackrpc codec for net/rpc over a yamux stream: the stack
-// Consul and Nomad run their RPC on.
+// The standard library's net/rpc (gob) over three connections, its
+// JSON-RPC 1.0 codec (net/rpc/jsonrpc) over loopback TCP, and hashicorp's
+// msgpackrpc codec for net/rpc over a yamux stream: the stack Consul and
+// Nomad run their RPC on.
 
 func init() {
 	register("netrpc-pipe", setupNetRPCPipe)
 	register("netrpc-tcp", setupNetRPCTCP)
+	register("jsonrpc-tcp", setupJSONRPCTCP, jsonrpcSizes...)
 	register("netrpc-yamux", setupNetRPCYamux)
 	register("msgpackrpc-yamux", setupMsgpackRPCYamux)
 }
@@ -83,6 +86,43 @@ func setupNetRPCTCP(tb testing.TB, _ size) func() callFunc {
 		tb.Fatal(err)
 	}
 	client := rpc.NewClient(cc)
+	tb.Cleanup(func() {
+		client.Close()
+		ln.Close()
+		<-done
+	})
+	return rpcCaller(client)
+}
+
+// jsonrpcSizes are the sizes of the JSON-RPC rows: JSON carries a payload as
+// base64 text, and the rows are there for the 16B call and a small
+// payload, not for bulk data.
+var jsonrpcSizes = []size{size16, {"1KiB", 1 << 10}}
+
+// setupJSONRPCTCP: net/rpc with net/rpc/jsonrpc's codec at both ends
+// (jsonrpc.Dial, rpc.Server.ServeCodec with jsonrpc.NewServerCodec) over
+// one loopback TCP connection.
+func setupJSONRPCTCP(tb testing.TB, _ size) func() callFunc {
+	srv := newRPCServer(tb)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		srv.ServeCodec(jsonrpc.NewServerCodec(c))
+	}()
+	client, err := jsonrpc.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		<-done
+		tb.Fatal(err)
+	}
 	tb.Cleanup(func() {
 		client.Close()
 		ln.Close()
