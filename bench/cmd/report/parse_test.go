@@ -453,6 +453,38 @@ BenchmarkParallel/netrpc-yamux-2 	10000	 26000 ns/op	 38481 calls/s	 34000 cpu-n
 	}
 }
 
+// TestMigration checks the migration table: each ServeCodec row divided by
+// its twin, a size neither ran shown as "—".
+func TestMigration(t *testing.T) {
+	s, err := Parse(strings.NewReader(`BenchmarkUnary/zerodial-gobrpc-tcp/16B-2 	10000	 30000 ns/op	 400 B/op	 12 allocs/op
+BenchmarkUnary/netrpc-tcp/16B-2 	10000	 40000 ns/op	 500 B/op	 15 allocs/op
+BenchmarkUnary/zerodial-gobrpc-tcp/1MiB-2 	100	 2200000 ns/op	 2000000 B/op	 40 allocs/op
+BenchmarkUnary/netrpc-tcp/1MiB-2 	100	 2000000 ns/op	 2000000 B/op	 30 allocs/op
+BenchmarkParallel/zerodial-gobrpc-tcp-2 	20000	 9000 ns/op	 150000 calls/s	 300 B/op	 6 allocs/op
+BenchmarkParallel/netrpc-tcp-2 	10000	 26000 ns/op	 50000 calls/s	 673 B/op	 18 allocs/op
+BenchmarkUnary/zerodial-jsonrpc-tcp/16B-2 	10000	 45000 ns/op	 900 B/op	 25 allocs/op
+BenchmarkUnary/jsonrpc-tcp/16B-2 	10000	 50000 ns/op	 1000 B/op	 30 allocs/op
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, s, Machine{Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## Migration: net/rpc calls with one end moved to dispatch",
+		"| zerodial-gobrpc-tcp | netrpc-tcp | 0.75× | — | — | 1.10× | 3.00× | 12 | 15 |",
+		"| zerodial-jsonrpc-tcp | jsonrpc-tcp | 0.90× | — | — | — | — | 25 | 30 |",
+		"| zerodial-gobrpc-tcp | 30,000 | 400 | 12 |",
+		"| jsonrpc-tcp | 50,000 | 1,000 | 30 |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
 func TestIdlePattern(t *testing.T) {
 	for in, want := range map[string]string{
 		".":                "^BenchmarkIdle$",

@@ -22,8 +22,11 @@ var impls = []struct{ name, family string }{
 	{"zerodial-copy-otel", "zerodial"},
 	{"zerodial-memory-otel", "zerodial"},
 	{"zerodial-mux-otel", "zerodial"},
+	{"zerodial-gobrpc-tcp", "zerodial"},
+	{"zerodial-jsonrpc-tcp", "zerodial"},
 	{"netrpc-pipe", "peer"},
 	{"netrpc-tcp", "peer"},
+	{"jsonrpc-tcp", "peer"},
 	{"netrpc-yamux", "peer"},
 	{"msgpackrpc-yamux", "peer"},
 	{"grpc-tcp", "peer"},
@@ -50,6 +53,17 @@ var paths = []struct{ impl, peer, floor string }{
 	{"zerodial-memory", "netrpc-pipe", "floor-chan"},
 	{"zerodial-tcp", "netrpc-tcp", "floor-tcp"},
 	{"zerodial-mux", "netrpc-yamux", "floor-tcp"},
+}
+
+// migration pairs each row where one end of a net/rpc call has moved to
+// dispatch with its twin, the same call with neither moved: a standard
+// library client served by a dispatch.Server through Server.ServeCodec,
+// beside the same client calling the standard library's server.
+var migration = []struct{ row, twin string }{
+	{"zerodial-gobrpc-tcp", "netrpc-tcp"},
+	{"zerodial-jsonrpc-tcp", "jsonrpc-tcp"},
+	// The other end moved: a dispatch Client calling the standard library's
+	// server, beside the same twins, goes here.
 }
 
 // instrumented pairs each row run with OpenTelemetry on both ends (16B
@@ -312,6 +326,7 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 		p("\n")
 	}
 
+	writeMigration(p, s)
 	writeCPU(p, s)
 	writeConcurrency(p, s)
 	writeIdle(p, s)
@@ -356,6 +371,27 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 	refTable(p, s, replicas, replicaName, []string{"ns/op", "B/op", "allocs/op"}, replicaRefs)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeMigration writes the migration table: each row where one end of a
+// net/rpc call is dispatch, divided by its twin where neither is.
+func writeMigration(p func(string, ...any), s *Set) {
+	p("\n## Migration: net/rpc calls with one end moved to dispatch\n\n")
+	p("Each row divided by its twin, the same call between the standard library's own client and server over the same ")
+	p("loopback TCP: a standard library client (`rpc.Dial`, `jsonrpc.Dial`) served by a `dispatch.Server` through ")
+	p("`Server.ServeCodec` (gobrpc's codec, jsonrpc's), beside the same client served by `rpc.Server`. ns/op at each size ")
+	p("(below 1: faster than the twin), calls/s in Parallel (above 1: faster), and allocs/op at 16B of both ")
+	p("(see ../README.md).\n\n")
+	p("| row | twin | %s | parallel | 16B allocs/op | twin allocs/op |\n", strings.Join(sizes, " | "))
+	p("| --- | --- |%s ---: | ---: | ---: |\n", strings.Repeat(" ---: |", len(sizes)))
+	for _, m := range migration {
+		p("| %s | %s |", m.row, m.twin)
+		for _, sz := range sizes {
+			p(" %s |", ratioCell(s, unaryName(m.row, sz), unaryName(m.twin, sz), "ns/op"))
+		}
+		p(" %s | %s | %s |\n", ratioCell(s, parallelName(m.row), parallelName(m.twin), "calls/s"),
+			cell(s, unaryName(m.row, "16B"), "allocs/op"), cell(s, unaryName(m.twin, "16B"), "allocs/op"))
+	}
 }
 
 // writeCPU writes the CPU-per-call table: each zerodial path's cpu-ns/op
