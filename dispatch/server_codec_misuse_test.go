@@ -218,7 +218,8 @@ func TestServeCodecGobCountOverLimit(t *testing.T) {
 // definition the first request begins with. If it hangs up, ServeCodec
 // returns. If it stalls, ServeCodec waits on its read, on its own
 // goroutine and nothing else (ServeCodec has no idle timeout: see its
-// doc), the Server serves other clients meanwhile, and Close ends it.
+// doc), the Server serves other clients meanwhile, and Close ends it, as
+// Shutdown does (nothing is in flight, so it closes the connection at once).
 func TestServeCodecGobHalfTypeDefinition(t *testing.T) {
 	stream := gobOf(t, rpc.Request{ServiceMethod: "Arith.Multiply", Seq: 1})
 	require.Less(t, stream[0], byte(0x80), "a one-byte count")
@@ -235,22 +236,30 @@ func TestServeCodecGobHalfTypeDefinition(t *testing.T) {
 		assertServes(t, srv)
 	})
 
-	t.Run("stalls", func(t *testing.T) {
-		srv := arithServer(t, nil)
-		cc, done := servePipe(t, srv, gobServerCodec)
-		_, err := cc.Write(half) // returns once the codec has read all of it
-		require.NoError(t, err)
-		quiet(t, done, "ServeCodec's return while the peer stalls")
-		assert.Equal(t, 1, goroutinesIn("dispatch.(*Server).ServeCodec"), "goroutines of ServeCodec")
-		// No call was read, so no worker runs for this connection (another
-		// Server's idle workers may be parked in dispatch: not counted).
-		assert.Equal(t, 1, goroutinesIn("zerodial/transport/gobrpc."), "goroutines in gobrpc")
-		assertServes(t, srv)
-		require.NoError(t, srv.Close())
-		recv(t, done, waitLong, "ServeCodec's return after Close")
-		_, err = cc.Read(make([]byte, 1))
-		assert.ErrorIs(t, err, io.EOF, "the peer sees its connection closed")
-	})
+	for _, stop := range []struct {
+		name string
+		stop func(*dispatch.Server) error
+	}{
+		{"Close", (*dispatch.Server).Close},
+		{"Shutdown", func(srv *dispatch.Server) error { return srv.Shutdown(context.Background()) }},
+	} {
+		t.Run("stalls until "+stop.name, func(t *testing.T) {
+			srv := arithServer(t, nil)
+			cc, done := servePipe(t, srv, gobServerCodec)
+			_, err := cc.Write(half) // returns once the codec has read all of it
+			require.NoError(t, err)
+			quiet(t, done, "ServeCodec's return while the peer stalls")
+			assert.Equal(t, 1, goroutinesIn("dispatch.(*Server).ServeCodec"), "goroutines of ServeCodec")
+			// No call was read, so no worker runs for this connection (another
+			// Server's idle workers may be parked in dispatch: not counted).
+			assert.Equal(t, 1, goroutinesIn("zerodial/transport/gobrpc."), "goroutines in gobrpc")
+			assertServes(t, srv)
+			require.NoError(t, stop.stop(srv))
+			recv(t, done, waitLong, "ServeCodec's return after "+stop.name)
+			_, err = cc.Read(make([]byte, 1))
+			assert.ErrorIs(t, err, io.EOF, "the peer sees its connection closed")
+		})
+	}
 }
 
 // goroutinesIn counts the goroutines whose stack mentions fn.
