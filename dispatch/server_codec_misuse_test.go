@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -92,6 +93,9 @@ func arithServer(t *testing.T, a *Arith, opts ...dispatch.ServerOption) *dispatc
 // waits for that.
 func servePipe(t *testing.T, srv *dispatch.Server, newCodec func(net.Conn) rpc.ServerCodec) (net.Conn, <-chan struct{}) {
 	cc, sc := net.Pipe()
+	// A server that never answers, or never reads, fails the test rather
+	// than hanging it.
+	require.NoError(t, cc.SetDeadline(time.Now().Add(4*waitLong)))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -127,12 +131,25 @@ func assertServes(t *testing.T, srv *dispatch.Server) {
 		}()
 		client := c.client(cc)
 		var n int
-		err := client.Call("Arith.Multiply", Args{6, 7}, &n)
+		err := callWithin(client, "Arith.Multiply", Args{6, 7}, &n)
 		client.Close()
 		recv(t, done, waitLong, "ServeCodec's return for a new "+name+" client")
 		if assert.NoError(t, err, "a new %s client", name) {
 			assert.Equal(t, 42, n, "a new %s client", name)
 		}
+	}
+}
+
+// callWithin makes a call of c and returns its error, or an error saying
+// that no reply came within waitLong: a server that answers under another
+// Seq, or not at all, would leave c.Call waiting for good.
+func callWithin(c *rpc.Client, method string, args, reply any) error {
+	call := c.Go(method, args, reply, make(chan *rpc.Call, 1))
+	select {
+	case <-call.Done:
+		return call.Error
+	case <-time.After(waitLong):
+		return fmt.Errorf("%s: no reply within %v", method, waitLong)
 	}
 }
 
@@ -162,7 +179,7 @@ func TestServeCodecGobBodyOverLimit(t *testing.T) {
 	defer c.Close()
 
 	var echo []byte
-	err = c.Call("Arith.Echo", make([]byte, gobrpc.DefaultMaxMessage+1<<20), &echo)
+	err = callWithin(c, "Arith.Echo", make([]byte, gobrpc.DefaultMaxMessage+1<<20), &echo)
 	require.Error(t, err)
 	var se rpc.ServerError
 	if errors.As(err, &se) {
@@ -173,14 +190,14 @@ func TestServeCodecGobBodyOverLimit(t *testing.T) {
 	require.ErrorAs(t, log.errs("dispatch: net/rpc connection ended")[0], &tooLarge)
 	assert.Equal(t, uint64(gobrpc.DefaultMaxMessage), tooLarge.Limit)
 	assert.Greater(t, tooLarge.Size, uint64(gobrpc.DefaultMaxMessage+1<<20))
-	require.Eventually(t, func() bool { return c.Call("Arith.Multiply", Args{1, 2}, new(int)) != nil }, waitLong, time.Millisecond,
+	require.Eventually(t, func() bool { return callWithin(c, "Arith.Multiply", Args{1, 2}, new(int)) != nil }, waitLong, time.Millisecond,
 		"the connection closes")
 
 	fresh, err := rpc.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer fresh.Close()
 	var n int
-	require.NoError(t, fresh.Call("Arith.Multiply", Args{6, 7}, &n))
+	require.NoError(t, callWithin(fresh, "Arith.Multiply", Args{6, 7}, &n))
 	assert.Equal(t, 42, n)
 	assertServes(t, srv)
 }
@@ -403,9 +420,9 @@ func TestServeCodecGobRefusals(t *testing.T) {
 	c := rpc.NewClient(cc)
 	defer c.Close()
 	var n int
-	assert.Equal(t, rpc.ServerError("dispatch: panic in Arith.Panic: kaboom"), c.Call("Arith.Panic", Args{}, &n))
-	assert.Equal(t, rpc.ServerError("dispatch: Feed.Count is a streaming method; call it with OpenStream or CallStream"), c.Call("Feed.Count", Args{}, &n))
-	assert.Equal(t, rpc.ServerError("rpc: can't find service Nope.Nope"), c.Call("Nope.Nope", Args{}, &n))
-	require.NoError(t, c.Call("Arith.Multiply", Args{6, 7}, &n))
+	assert.Equal(t, rpc.ServerError("dispatch: panic in Arith.Panic: kaboom"), callWithin(c, "Arith.Panic", Args{}, &n))
+	assert.Equal(t, rpc.ServerError("dispatch: Feed.Count is a streaming method; call it with OpenStream or CallStream"), callWithin(c, "Feed.Count", Args{}, &n))
+	assert.Equal(t, rpc.ServerError("rpc: can't find service Nope.Nope"), callWithin(c, "Nope.Nope", Args{}, &n))
+	require.NoError(t, callWithin(c, "Arith.Multiply", Args{6, 7}, &n))
 	assert.Equal(t, 42, n)
 }
