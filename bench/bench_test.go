@@ -62,6 +62,8 @@ var implOrder = []string{
 	"zerodial-mux-otel",
 	"zerodial-gobrpc-tcp",
 	"zerodial-jsonrpc-tcp",
+	"zerodial-client-gobrpc-tcp",
+	"zerodial-client-jsonrpc-tcp",
 	"netrpc-pipe",
 	"netrpc-tcp",
 	"jsonrpc-tcp",

@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"context"
+	"io"
 	"net"
 	"net/rpc"
 	"net/rpc/jsonrpc"
+	"sync"
 	"testing"
 
 	"github.com/zerodial/transport/dispatch"
@@ -22,8 +25,15 @@ import (
 //     jsonrpc.NewServerCodec; its twin is jsonrpc-tcp. 16B and 1KiB only,
 //     as jsonrpc-tcp: JSON carries a payload as base64 text.
 //
-// The other direction, a dispatch Client calling a standard library server
-// that has not moved, belongs here too, beside the same twins.
+// And the other direction, a program moved to dispatch calling a server
+// that has not moved, beside the same twins:
+//
+//   - zerodial-client-gobrpc-tcp: a dispatch Client from DialCodec with
+//     gobrpc.NewClientCodec calling the standard library's rpc.Server
+//     (ServeConn); its twin is netrpc-tcp.
+//   - zerodial-client-jsonrpc-tcp: DialCodec with jsonrpc.NewClientCodec
+//     calling rpc.Server with jsonrpc.NewServerCodec; its twin is
+//     jsonrpc-tcp.
 
 func init() {
 	register("zerodial-gobrpc-tcp", func(tb testing.TB, _ size) func() callFunc {
@@ -44,6 +54,57 @@ func init() {
 		tb.Cleanup(func() { client.Close() })
 		return rpcCaller(client)
 	}, jsonrpcSizes...)
+	register("zerodial-client-gobrpc-tcp", func(tb testing.TB, _ size) func() callFunc {
+		addr := serveRPCServerTCP(tb, func(c net.Conn) rpc.ServerCodec { return gobrpc.NewServerCodec(c) })
+		return dialCodec(tb, addr, func(c io.ReadWriteCloser) rpc.ClientCodec { return gobrpc.NewClientCodec(c) })
+	})
+	register("zerodial-client-jsonrpc-tcp", func(tb testing.TB, _ size) func() callFunc {
+		addr := serveRPCServerTCP(tb, func(c net.Conn) rpc.ServerCodec { return jsonrpc.NewServerCodec(c) })
+		return dialCodec(tb, addr, jsonrpc.NewClientCodec)
+	}, jsonrpcSizes...)
+}
+
+// serveRPCServerTCP serves Arith from the standard library's rpc.Server on
+// a loopback listener, each connection with the codec newCodec makes (for
+// gob, gobrpc's, which writes the same bytes as rpc.ServeConn's), and
+// returns the address. The cleanup closes the listener and waits for the
+// connections' ServeCodec, which end when their client hangs up.
+func serveRPCServerTCP(tb testing.TB, newCodec func(net.Conn) rpc.ServerCodec) string {
+	srv := newRPCServer(tb)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { srv.ServeCodec(newCodec(c)) })
+		}
+	})
+	// Registered before the Client's cleanup, so it runs after it.
+	tb.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// dialCodec returns one shared dispatch Client over newCodec's codec
+// (safe for concurrent use) as the callers.
+func dialCodec(tb testing.TB, addr string, newCodec func(io.ReadWriteCloser) rpc.ClientCodec) func() callFunc {
+	c, err := dispatch.DialCodec(context.Background(), nil, "tcp", addr, newCodec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	call := func(ctx context.Context, m method, args, reply any) error {
+		return c.Call(ctx, zerodialMethods[m], args, reply)
+	}
+	return func() callFunc { return call }
 }
 
 // serveCodecTCP serves Arith, registered by reflection as the standard

@@ -24,6 +24,8 @@ var impls = []struct{ name, family string }{
 	{"zerodial-mux-otel", "zerodial"},
 	{"zerodial-gobrpc-tcp", "zerodial"},
 	{"zerodial-jsonrpc-tcp", "zerodial"},
+	{"zerodial-client-gobrpc-tcp", "zerodial"},
+	{"zerodial-client-jsonrpc-tcp", "zerodial"},
 	{"netrpc-pipe", "peer"},
 	{"netrpc-tcp", "peer"},
 	{"jsonrpc-tcp", "peer"},
@@ -62,8 +64,10 @@ var paths = []struct{ impl, peer, floor string }{
 var migration = []struct{ row, twin string }{
 	{"zerodial-gobrpc-tcp", "netrpc-tcp"},
 	{"zerodial-jsonrpc-tcp", "jsonrpc-tcp"},
-	// The other end moved: a dispatch Client calling the standard library's
-	// server, beside the same twins, goes here.
+	// The other end moved: a dispatch Client (DialCodec) calling the
+	// standard library's server, beside the same twins.
+	{"zerodial-client-gobrpc-tcp", "netrpc-tcp"},
+	{"zerodial-client-jsonrpc-tcp", "jsonrpc-tcp"},
 }
 
 // instrumented pairs each row run with OpenTelemetry on both ends (16B
