@@ -32,6 +32,9 @@ import (
 // skips it.
 func limitedPair(t *testing.T, e *env, serverLimit, clientLimit int, opts ...dispatch.ServerOption) (*dispatch.Server, *dispatch.Client) {
 	srv := dispatch.NewServer(opts...)
+	if e.netrpc != nil {
+		return netrpcServe(t, e.netrpc, srv, serverLimit, clientLimit)
+	}
 	var srvTr, cliTr transport.Transport
 	listen := "127.0.0.1:0"
 	var copts []dispatch.ClientOption
@@ -475,9 +478,9 @@ func TestStreamLostConnectionSaysWhy(t *testing.T) {
 func init() {
 	parityCases = append(parityCases,
 		parityCase{"error reply over the frame limit", errorReplyTooLarge(0), wantErrorReplyTooLarge(
-			"dispatch: reply of Err.METHOD is too large: transport: frame too large: \\d+ bytes, limit 4194304 \\(frame too large: false, shut down: false\\) \\(code internal\\)")},
+			"dispatch: reply of Err.METHOD is too large: transport: frame too large: \\d+ bytes, limit 4194304 \\(frame too large: false, shut down: false\\) \\(code internal\\)"), netrpcErrorTooLarge},
 		parityCase{"error reply over the client's frame limit", errorReplyTooLarge(64 << 10), wantErrorReplyTooLarge(
-			"connection is shut down: transport: frame too large: peer announced \\d+ bytes, limit 65536 \\(frame too large: true, shut down: true\\) \\(code <not \\*dispatch.Error>\\)")},
+			"connection is shut down: transport: frame too large: peer announced \\d+ bytes, limit 65536 \\(frame too large: true, shut down: true\\) \\(code <not \\*dispatch.Error>\\)"), netrpcErrorOverClientLimit},
 	)
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,9 @@ type parityCase struct {
 	// check asserts what the outcome must be, beyond being the same on
 	// every path.
 	check func(t *testing.T, o outcome)
+	// netrpc says how the outcome on the netrpc path relates to the tcp
+	// path's (parity_netrpc_test.go).
+	netrpc onNetRPC
 }
 
 func call(method string, args any, reply any) func(t *testing.T, e *env) outcome {
@@ -80,20 +84,20 @@ func wantErr(code dispatch.Code, msg string) func(t *testing.T, o outcome) {
 func intPtr(v int) *int { return &v }
 
 var parityCases = []parityCase{
-	{"value args", call("Arith.Multiply", Args{6, 7}, new(int)), wantReply(ptr(42))},
-	{"pointer args to value method", call("Arith.Multiply", &Args{6, 7}, new(int)), wantReply(ptr(42))},
-	{"pointer args", call("Arith.MultiplyPtr", &Args{3, 5}, new(int)), wantReply(ptr(15))},
-	{"value args to pointer method", call("Arith.MultiplyPtr", Args{3, 5}, new(int)), wantReply(ptr(15))},
-	{"nil args", call("Arith.Multiply", nil, intPtr(9)), wantReply(ptr(0))},
-	{"generic handler", call("Gen.Add", &Args{2, 3}, new(int)), wantReply(ptr(5))},
-	{"struct reply", call("Arith.Fill", Args{4, 5}, &Reply{}), wantReply("{X:4 S:5 List:[4 5]}")},
-	{"reply zeroed first", call("Arith.Fill", Args{4, 5}, &Reply{X: 99, S: "old", List: []int{1, 2, 3}}), wantReply("{X:4 S:5 List:[4 5]}")},
-	{"zero reply", call("Arith.Nothing", Args{}, &Reply{X: 99, S: "old"}), wantReply("{X:0 S: List:[]}")},
+	{"value args", call("Arith.Multiply", Args{6, 7}, new(int)), wantReply(ptr(42)), sameOnNetRPC},
+	{"pointer args to value method", call("Arith.Multiply", &Args{6, 7}, new(int)), wantReply(ptr(42)), sameOnNetRPC},
+	{"pointer args", call("Arith.MultiplyPtr", &Args{3, 5}, new(int)), wantReply(ptr(15)), sameOnNetRPC},
+	{"value args to pointer method", call("Arith.MultiplyPtr", Args{3, 5}, new(int)), wantReply(ptr(15)), sameOnNetRPC},
+	{"nil args", call("Arith.Multiply", nil, intPtr(9)), wantReply(ptr(0)), netrpcNilArgs},
+	{"generic handler", call("Gen.Add", &Args{2, 3}, new(int)), wantReply(ptr(5)), sameOnNetRPC},
+	{"struct reply", call("Arith.Fill", Args{4, 5}, &Reply{}), wantReply("{X:4 S:5 List:[4 5]}"), sameOnNetRPC},
+	{"reply zeroed first", call("Arith.Fill", Args{4, 5}, &Reply{X: 99, S: "old", List: []int{1, 2, 3}}), wantReply("{X:4 S:5 List:[4 5]}"), sameOnNetRPC},
+	{"zero reply", call("Arith.Nothing", Args{}, &Reply{X: 99, S: "old"}), wantReply("{X:0 S: List:[]}"), sameOnNetRPC},
 	{"handler error", call("Arith.Fail", Args{}, &Reply{X: 1}), func(t *testing.T, o outcome) {
 		wantErr(dispatch.CodeUnknown, "arith: boom")(t, o)
 		assert.Equal(t, "{X:0 S: List:[]}", o.Reply, "a failed call leaves the reply zero")
-	}},
-	{"handler error with code", call("Arith.FailCode", Args{}, new(int)), wantErr("custom", "arith: custom failure")},
+	}, sameOnNetRPC},
+	{"handler error with code", call("Arith.FailCode", Args{}, new(int)), wantErr("custom", "arith: custom failure"), netrpcCodeLost},
 	{"a sentinel error crosses", func(t *testing.T, e *env) outcome {
 		err := e.client.Call(context.Background(), "Arith.Sentinel", Args{}, new(int))
 		o := observe(e, nil, err)
@@ -102,28 +106,28 @@ var parityCases = []parityCase{
 	}, func(t *testing.T, o outcome) {
 		wantErr(dispatch.CodeFailedPrecondition, "bank: insufficient funds")(t, o)
 		assert.Equal(t, "errors.Is: true", o.Extra)
-	}},
-	{"handler panic", call("Arith.Panic", Args{}, new(int)), wantErr(dispatch.CodeInternal, "dispatch: panic in Arith.Panic: kaboom")},
-	{"unknown service", call("Nope.Multiply", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find service Nope.Multiply")},
-	{"unknown method", call("Arith.Nope", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find method Arith.Nope")},
-	{"unexported method", call("Arith.notExported", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find method Arith.notExported")},
-	{"ill-formed name", call("ArithMultiply", Args{}, new(int)), wantErr(dispatch.CodeInvalidArgument, "rpc: service/method request ill-formed: ArithMultiply")},
+	}, netrpcSentinel},
+	{"handler panic", call("Arith.Panic", Args{}, new(int)), wantErr(dispatch.CodeInternal, "dispatch: panic in Arith.Panic: kaboom"), sameOnNetRPC},
+	{"unknown service", call("Nope.Multiply", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find service Nope.Multiply"), sameOnNetRPC},
+	{"unknown method", call("Arith.Nope", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find method Arith.Nope"), sameOnNetRPC},
+	{"unexported method", call("Arith.notExported", Args{}, new(int)), wantErr(dispatch.CodeNotFound, "rpc: can't find method Arith.notExported"), sameOnNetRPC},
+	{"ill-formed name", call("ArithMultiply", Args{}, new(int)), wantErr(dispatch.CodeInvalidArgument, "rpc: service/method request ill-formed: ArithMultiply"), sameOnNetRPC},
 	{"wrong args type", call("Arith.Multiply", "not args", new(int)), func(t *testing.T, o outcome) {
 		assert.Equal(t, dispatch.CodeInvalidArgument, o.Code)
 		assert.True(t, strings.HasPrefix(o.Err, "dispatch: decoding arguments of Arith.Multiply: "), o.Err)
-	}},
+	}, netrpcWrongArgs},
 	{"arguments of another type", call("Arith.Multiply", Reply{X: 1, S: "s"}, new(int)), func(t *testing.T, o outcome) {
 		assert.Equal(t, dispatch.CodeInvalidArgument, o.Code)
 		assert.Equal(t, `dispatch: decoding arguments of Arith.Multiply: codec: no fields matched: the map's keys ["X" "S" "List"] name no field of type dispatch_test.Args`, o.Err)
-	}},
+	}, netrpcOtherArgs},
 	{"nil reply", call("Arith.Multiply", Args{}, nil), func(t *testing.T, o outcome) {
 		assert.Equal(t, dispatch.ErrNilReply.Error(), o.Err)
 		assert.Empty(t, o.Interceptor, "no call is made")
-	}},
+	}, sameOnNetRPC},
 	{"typed nil reply", call("Arith.Multiply", Args{}, (*int)(nil)), func(t *testing.T, o outcome) {
 		assert.Equal(t, dispatch.ErrNilReply.Error(), o.Err)
-	}},
-	{"raw bodies", call("Arith.Echo", []byte("\x00raw\xff"), new([]byte)), wantReply("[0 114 97 119 255]")},
+	}, sameOnNetRPC},
+	{"raw bodies", call("Arith.Echo", []byte("\x00raw\xff"), new([]byte)), wantReply("[0 114 97 119 255]"), sameOnNetRPC},
 	{"deadline exceeded", func(t *testing.T, e *env) outcome {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
@@ -138,7 +142,7 @@ var parityCases = []parityCase{
 		assert.True(t, o.IsDeadline)
 		wantErr(dispatch.CodeDeadlineExceeded, "context deadline exceeded")(t, o)
 		assert.Equal(t, ptr(0), o.Reply)
-	}},
+	}, netrpcNoDeadline},
 	{"deadline, handler blind to its context", func(t *testing.T, e *env) outcome {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 		defer cancel()
@@ -153,7 +157,7 @@ var parityCases = []parityCase{
 		wantErr(dispatch.CodeDeadlineExceeded, "context deadline exceeded")(t, o)
 		assert.Equal(t, ptr(0), o.Reply)
 		assert.Equal(t, "returned before the handler", o.Extra)
-	}},
+	}, sameOnNetRPC},
 	{"cancel, handler blind to its context", func(t *testing.T, e *env) outcome {
 		select {
 		case <-e.arith.blindStarted: // left by an earlier case
@@ -179,7 +183,7 @@ var parityCases = []parityCase{
 		wantErr(dispatch.CodeCanceled, "context canceled")(t, o)
 		assert.Equal(t, ptr(0), o.Reply)
 		assert.Equal(t, "returned before the handler", o.Extra)
-	}},
+	}, sameOnNetRPC},
 	{"caller reuses args and reply after an early return", func(t *testing.T, e *env) outcome {
 		// The deadline passes while the handler runs: it is held until the
 		// caller has reused its values, so it cannot answer first (a
@@ -219,7 +223,7 @@ var parityCases = []parityCase{
 	}, func(t *testing.T, o outcome) {
 		wantErr(dispatch.CodeDeadlineExceeded, "context deadline exceeded")(t, o)
 		assert.Equal(t, "mine", o.Extra)
-	}},
+	}, sameOnNetRPC},
 	{"a handler that keeps its args", func(t *testing.T, e *env) outcome {
 		args := Tagged{Name: "k", Tags: map[string]string{"a": "1"}}
 		reply := new(int)
@@ -231,7 +235,7 @@ var parityCases = []parityCase{
 	}, func(t *testing.T, o outcome) {
 		assert.Empty(t, o.Err)
 		assert.Equal(t, "kept=map[a:1] own=map[mine:yes]", o.Extra)
-	}},
+	}, sameOnNetRPC},
 	{"a handler that returns its own state", func(t *testing.T, e *env) outcome {
 		reply := new(Tagged)
 		err := e.client.Call(context.Background(), "Keeper.State", Args{}, reply)
@@ -242,7 +246,7 @@ var parityCases = []parityCase{
 	}, func(t *testing.T, o outcome) {
 		assert.Empty(t, o.Err)
 		assert.Equal(t, "kept=map[a:1] own=map[mine:yes]", o.Extra, "as the case before left it")
-	}},
+	}, sameOnNetRPC},
 	{"oversize args", func(t *testing.T, e *env) outcome {
 		reply := intPtr(3)
 		err := e.client.Call(context.Background(), "Keeper.Len", Blob{Data: make([]byte, e.limit+1)}, reply)
@@ -253,7 +257,7 @@ var parityCases = []parityCase{
 		assert.Equal(t, "frame too large: true", o.Extra)
 		assert.Equal(t, ptr(0), o.Reply)
 		assert.Empty(t, o.Interceptor, "the handler never runs")
-	}},
+	}, netrpcOversize},
 	{"a listener of another protocol", func(t *testing.T, e *env) outcome {
 		if e.other == nil {
 			t.Skip("memory has one protocol: nothing to mismatch")
@@ -269,7 +273,7 @@ var parityCases = []parityCase{
 		return o
 	}, func(t *testing.T, o outcome) {
 		assert.Equal(t, "dial failed: true, protocol error: true", o.Extra)
-	}},
+	}, netrpcNoPreface},
 	{"deadline already passed", func(t *testing.T, e *env) outcome {
 		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 		defer cancel()
@@ -279,7 +283,7 @@ var parityCases = []parityCase{
 	}, func(t *testing.T, o outcome) {
 		assert.True(t, o.IsDeadline)
 		assert.Empty(t, o.Interceptor, "the handler never runs")
-	}},
+	}, sameOnNetRPC},
 	{"cancellation reaches the handler", func(t *testing.T, e *env) outcome {
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
@@ -305,7 +309,7 @@ var parityCases = []parityCase{
 		assert.True(t, o.IsCanceled)
 		wantErr(dispatch.CodeCanceled, "context canceled")(t, o)
 		assert.Equal(t, "handler saw: context canceled", o.Extra)
-	}},
+	}, netrpcNoDeadline},
 	{"deadline and metadata reach the handler, nothing else does", func(t *testing.T, e *env) outcome {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -315,9 +319,9 @@ var parityCases = []parityCase{
 		reply := new(CtxInfo)
 		err := e.client.Call(ctx, "Arith.Context", Args{A: 5000}, reply)
 		return observe(e, reply, err)
-	}, wantReply("{HasDeadline:true DeadlineSane:true Metadata:map[trace:t-1 user:alice ключ:значение] SawForeign:false}")},
+	}, wantReply("{HasDeadline:true DeadlineSane:true Metadata:map[trace:t-1 user:alice ключ:значение] SawForeign:false}"), netrpcNoCtxValues},
 	{"no deadline, no metadata", call("Arith.Context", Args{A: 1}, new(CtxInfo)),
-		wantReply("{HasDeadline:false DeadlineSane:false Metadata:map[] SawForeign:false}")},
+		wantReply("{HasDeadline:false DeadlineSane:false Metadata:map[] SawForeign:false}"), sameOnNetRPC},
 	{"body near the frame limit", func(t *testing.T, e *env) outcome {
 		data := bytes.Repeat([]byte{0xab}, e.limit-1024)
 		reply := new(Blob)
@@ -328,27 +332,27 @@ var parityCases = []parityCase{
 	}, func(t *testing.T, o outcome) {
 		assert.Empty(t, o.Err)
 		assert.Equal(t, "same=true", o.Extra)
-	}},
+	}, sameOnNetRPC},
 	// The rows below need a Server of their own; parity_limits_test.go has
 	// what they share.
-	{"request metadata of 1,100 entries", requestMetadataRefused(manyEntries(1100)), wantRequestRefused("1102 header entries, limit 1024")},
-	{"request metadata over the frame limit", requestMetadataRefused(bigMetadata()), wantRequestRefused(`\d+ bytes, limit 4194304`)},
+	{"request metadata of 1,100 entries", requestMetadataRefused(manyEntries(1100)), wantRequestRefused("1102 header entries, limit 1024"), netrpcRequestMetadata},
+	{"request metadata over the frame limit", requestMetadataRefused(bigMetadata()), wantRequestRefused(`\d+ bytes, limit 4194304`), netrpcRequestMetadata},
 	{"the server closed mid-call", serverClosedMidCall, func(t *testing.T, o outcome) {
 		assert.Equal(t, theServerClosed, o.Extra)
-	}},
+	}, sameOnNetRPC},
 	{"request over the server's frame limit", requestOverServerLimit, func(t *testing.T, o outcome) {
 		assert.Equal(t, theServerClosed+", handler ran: false", o.Extra)
-	}},
+	}, netrpcServerLimit},
 	{"reply over the client's frame limit", replyOverClientLimit, func(t *testing.T, o outcome) {
 		assert.Equal(t, "connection is shut down: transport: frame too large: peer announced 102430 bytes, limit 65536 (frame too large: true, shut down: true), reply of 0", o.Extra)
-	}},
-	{"reply metadata of 1,100 entries", replyMetadataRefused(manyEntries(1100)), wantReplyRefused(`110[23] header entries, limit 1024`)},
-	{"reply metadata over the frame limit", replyMetadataRefused(bigMetadata()), wantReplyRefused(`\d+ bytes, limit 4194304`)},
+	}, netrpcClientLimit},
+	{"reply metadata of 1,100 entries", replyMetadataRefused(manyEntries(1100)), wantReplyRefused(`110[23] header entries, limit 1024`), netrpcReplyMetadata},
+	{"reply metadata over the frame limit", replyMetadataRefused(bigMetadata()), wantReplyRefused(`\d+ bytes, limit 4194304`), netrpcReplyMetadata},
 	{"a handler's changes to its metadata are its own", handlerChangesItsMetadata, func(t *testing.T, o outcome) {
 		assert.Empty(t, o.Err)
 		assert.Equal(t, "map[k:handler's new:handler's]", o.Reply)
 		assert.Equal(t, "interceptor before: map[k:caller's]; interceptor after: map[k:caller's]; caller's: map[k:caller's]", o.Extra)
-	}},
+	}, netrpcNoMetadata},
 }
 
 func ptr(v int) string { return fmt.Sprint(v) }
@@ -362,16 +366,30 @@ func earlyReturn(start time.Time) string {
 	return fmt.Sprintf("returned after %v, with the handler", time.Since(start).Round(time.Millisecond))
 }
 
-// TestParity runs every case on every path and demands the same outcome.
+// TestParity runs every case on every path and demands the same outcome;
+// on the netrpc path, the outcome the case declares (onNetRPC), from the
+// tcp path's.
 func TestParity(t *testing.T) {
 	results := make(map[string]map[string]outcome) // case -> path -> outcome
-	for _, p := range paths {
+	for _, p := range append(slices.Clone(paths), netrpcPath) {
 		t.Run(p.name, func(t *testing.T) {
 			e := p.setup(t)
 			for _, c := range parityCases {
 				t.Run(c.name, func(t *testing.T) {
+					if e.netrpc != nil {
+						switch {
+						case !c.netrpc.decided:
+							t.Fatalf("case %q does not say how its outcome on netrpc relates to tcp's: give it sameOnNetRPC, differsOnNetRPC or notOnNetRPC", c.name)
+						case c.netrpc.why != "" && c.netrpc.want == nil:
+							t.Skip("not on net/rpc: " + c.netrpc.why)
+						}
+					}
 					o := c.run(t, e)
-					c.check(t, o)
+					if e.netrpc == nil || c.netrpc.why == "" {
+						// On netrpc, only an outcome that does not differ
+						// is the one check asserts.
+						c.check(t, o)
+					}
 					if results[c.name] == nil {
 						results[c.name] = make(map[string]outcome)
 					}
@@ -394,6 +412,26 @@ func TestParity(t *testing.T) {
 			default:
 				assert.Equal(t, base, got, "case %q: %s differs from %s", c.name, p.name, baseName)
 			}
+		}
+		// netrpc shows tcp's outcome, through the difference the case
+		// declares.
+		got, ok := results[c.name][netrpcPath.name]
+		if !ok {
+			continue
+		}
+		want, ok := results[c.name]["tcp"]
+		if !assert.True(t, ok, "case %q ran on netrpc and not on tcp: nothing to compare with", c.name) {
+			continue
+		}
+		wants := []outcome{want}
+		if c.netrpc.want != nil {
+			wants = nil
+			for _, f := range c.netrpc.want {
+				wants = append(wants, f(want))
+			}
+		}
+		if !slices.ContainsFunc(wants, func(w outcome) bool { return reflect.DeepEqual(w, got) }) {
+			assert.Equal(t, wants[0], got, "case %q: netrpc differs from tcp beyond what it declares (%s; %d outcomes allowed)", c.name, c.netrpc.why, len(wants))
 		}
 	}
 }

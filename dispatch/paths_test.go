@@ -50,6 +50,10 @@ type env struct {
 	server *dispatch.Server
 	addr   string
 	tr     transport.Transport
+	// netrpc is the encoding of the netrpc path (ServeCodec and
+	// DialCodec), nil on paths: it has no transport, no metadata, no
+	// deadline reaching the handler, no streams.
+	netrpc *netrpcCodec
 }
 
 type path struct {

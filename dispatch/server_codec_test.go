@@ -27,7 +27,7 @@ func serveJSONRPC(t *testing.T, srv *dispatch.Server) string {
 // serveNetRPC serves srv on a loopback listener, one ServeCodec per
 // connection with the codec newCodec makes, and returns the address. The
 // listener closes, and every ServeCodec has returned, when the test ends.
-func serveNetRPC(t *testing.T, srv *dispatch.Server, newCodec func(net.Conn) rpc.ServerCodec) string {
+func serveNetRPC(t testing.TB, srv *dispatch.Server, newCodec func(net.Conn) rpc.ServerCodec) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
