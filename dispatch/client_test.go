@@ -101,9 +101,10 @@ func TestClientRedialsAfterConnectionDies(t *testing.T) {
 	}
 }
 
-// Go delivers the finished Call on its channel, on every path.
+// Go delivers the finished Call on its channel, on every path and over
+// net/rpc.
 func TestClientGo(t *testing.T) {
-	for _, p := range paths {
+	for _, p := range pathsAndNetRPC() {
 		t.Run(p.name, func(t *testing.T) {
 			e := p.setup(t)
 			// A nil channel: Go makes one.
@@ -145,7 +146,7 @@ func TestClientGo(t *testing.T) {
 
 // Go panics on an unbuffered channel, as net/rpc does, and makes no call.
 func TestClientGoUnbufferedPanics(t *testing.T) {
-	for _, p := range paths {
+	for _, p := range pathsAndNetRPC() {
 		t.Run(p.name, func(t *testing.T) {
 			e := p.setup(t)
 			assert.PanicsWithValue(t, "dispatch: done channel is unbuffered", func() {
@@ -256,9 +257,9 @@ func newKeeper(t *testing.T, srv *dispatch.Server) *keeper {
 // handler that keeps and changes its args after the call changes nothing of
 // the caller's, and a caller that changes its reply changes nothing of the
 // server's. Bag.Keep did not promise to borrow (Borrows), so a
-// ShortcutDirect caller gets copy mode too.
+// ShortcutDirect caller gets copy mode too. Over net/rpc, the same.
 func TestCopyModeDoesNotAlias(t *testing.T) {
-	for _, p := range paths {
+	for _, p := range pathsAndNetRPC() {
 		t.Run(p.name, func(t *testing.T) {
 			e := p.setup(t)
 			k := newKeeper(t, e.server)

@@ -17,7 +17,7 @@ import (
 // (on the shortcut, a call whose context cannot end runs its handler on the
 // caller's goroutine).
 func TestCloseFailsCallsInFlightAtOnce(t *testing.T) {
-	for _, p := range paths {
+	for _, p := range pathsAndNetRPC() {
 		for _, closing := range []string{"Client", "Server"} {
 			t.Run(p.name+"/"+closing, func(t *testing.T) {
 				e := p.setup(t)
@@ -47,16 +47,17 @@ func TestCloseFailsCallsInFlightAtOnce(t *testing.T) {
 // the handler runs on the caller's goroutine, which it then ends), and
 // Shutdown still finds the Server idle.
 func TestHandlerGoexit(t *testing.T) {
-	for _, p := range paths {
+	for _, p := range pathsAndNetRPC() {
 		t.Run(p.name, func(t *testing.T) {
 			e := p.setup(t)
-			require.NoError(t, dispatch.Handle(e.server, "Exit.Now", func(ctx context.Context, _ *struct{}, _ *int) error {
+			// Arguments gob can encode, for the netrpc path.
+			require.NoError(t, dispatch.Handle(e.server, "Exit.Now", func(ctx context.Context, _ *int, _ *int) error {
 				runtime.Goexit()
 				return nil
 			}))
 			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 			defer cancel()
-			err := e.client.Call(ctx, "Exit.Now", nil, new(int))
+			err := e.client.Call(ctx, "Exit.Now", intPtr(1), new(int))
 			assert.Equal(t, dispatch.CodeInternal, codeOf(err))
 			assert.EqualError(t, err, "dispatch: handler of Exit.Now ended its goroutine (runtime.Goexit)")
 			require.NoError(t, e.server.Shutdown(ctx))

@@ -26,9 +26,22 @@ import (
 // are the same on all of them.
 func acrossPaths[T any](t *testing.T, skip func(p path) bool, f func(t *testing.T, p path, e *env) T) {
 	t.Helper()
+	acrossThese(t, paths, skip, f)
+}
+
+// acrossPathsAndNetRPC is acrossPaths with the netrpc path too
+// (parity_netrpc_test.go), for a rule a Client over a net/rpc codec keeps
+// as well. A rule it does not keep is listed there, with why.
+func acrossPathsAndNetRPC[T any](t *testing.T, skip func(p path) bool, f func(t *testing.T, p path, e *env) T) {
+	t.Helper()
+	acrossThese(t, pathsAndNetRPC(), skip, f)
+}
+
+func acrossThese[T any](t *testing.T, these []path, skip func(p path) bool, f func(t *testing.T, p path, e *env) T) {
+	t.Helper()
 	results := map[string]T{}
 	var order []string
-	for _, p := range paths {
+	for _, p := range these {
 		if skip != nil && skip(p) {
 			continue
 		}
@@ -69,7 +82,7 @@ func jsonOf(v any) string {
 // zeroing *reply when ctx has already ended (client.go, Call: the ctx.Err
 // check comes before zero(reply)); the shortcut zeroes it.
 func TestReplyZeroWhenContextAlreadyEnded(t *testing.T) {
-	acrossPaths(t, nil, func(t *testing.T, _ path, e *env) callResult {
+	acrossPathsAndNetRPC(t, nil, func(t *testing.T, _ path, e *env) callResult {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		n := intPtr(5)
@@ -237,7 +250,7 @@ func TestRegisteringNestedNameKeepsMethod(t *testing.T) {
 // inside dispatch is reported as "dispatch: panic in <method>" with
 // CodeInternal and logged as a handler panic.
 func TestHandlerReturningNilErrorPointer(t *testing.T) {
-	acrossPaths(t, nil, func(t *testing.T, _ path, e *env) callResult {
+	acrossPathsAndNetRPC(t, nil, func(t *testing.T, _ path, e *env) callResult {
 		require.NoError(t, dispatch.Handle(e.server, "Nil.Err", func(ctx context.Context, args *int, reply *int) error {
 			*reply = *args
 			var err *dispatch.Error
@@ -260,7 +273,7 @@ func TestHandlerReturningNilErrorPointer(t *testing.T) {
 func TestServerStopEndsShortcutCalls(t *testing.T) {
 	for _, stop := range []string{"Close", "Shutdown timeout"} {
 		t.Run(stop, func(t *testing.T) {
-			acrossPaths(t, nil, func(t *testing.T, _ path, e *env) string {
+			acrossPathsAndNetRPC(t, nil, func(t *testing.T, _ path, e *env) string {
 				h := newHolder(t, e.server)
 				reply := new(int)
 				errc := callAsync(e.client, context.Background(), "Hold.Wait", intPtr(7), reply)
@@ -296,7 +309,7 @@ func TestServerStopEndsShortcutCalls(t *testing.T) {
 // ErrShutdown, as documented, but only when the handler finishes on its
 // own).
 func TestClientCloseEndsHandlerContext(t *testing.T) {
-	acrossPaths(t, nil, func(t *testing.T, _ path, e *env) string {
+	acrossPathsAndNetRPC(t, nil, func(t *testing.T, _ path, e *env) string {
 		h := newHolder(t, e.server)
 		errc := callAsync(e.client, context.Background(), "Hold.Wait", intPtr(1), new(int))
 		recv(t, h.started, waitLong, "the handler to start")
@@ -330,14 +343,16 @@ func boolText(b bool) string {
 // lives on after the call: what the handler tied to it is never released
 // while the caller's context lives (here, context.Background: never).
 func TestHandlerContextEndsWhenCallReturns(t *testing.T) {
-	acrossPaths(t, nil, func(t *testing.T, _ path, e *env) string {
+	acrossPathsAndNetRPC(t, nil, func(t *testing.T, _ path, e *env) string {
 		released := make(chan struct{})
 		stops := make(chan func() bool, 1)
-		require.NoError(t, dispatch.Handle(e.server, "Ctx.Tie", func(ctx context.Context, _ *struct{}, reply *int) error {
+		// Arguments gob can encode (not nil, not an empty struct), for the
+		// netrpc path.
+		require.NoError(t, dispatch.Handle(e.server, "Ctx.Tie", func(ctx context.Context, _ *int, reply *int) error {
 			stops <- context.AfterFunc(ctx, func() { close(released) })
 			return nil
 		}))
-		require.NoError(t, e.client.Call(context.Background(), "Ctx.Tie", nil, new(int)))
+		require.NoError(t, e.client.Call(context.Background(), "Ctx.Tie", intPtr(1), new(int)))
 		stop := recv(t, stops, waitLong, "the handler")
 		select {
 		case <-released:

@@ -53,9 +53,25 @@ import (
 // | error reply over the frame limit | CodeInternal, "reply ... is too large", the connection goes on | ErrShutdown: the Client's gob codec refuses the message; the next call dials again | ServeCodec cannot measure what its codec writes, so it sends the error whole, and the Client's codec bounds what it reads |
 // | error reply over the client's frame limit | ErrShutdown wrapping ErrFrameTooLarge | ErrShutdown, "gobrpc: message of N bytes, limit M", not ErrFrameTooLarge | gobrpc's limit error is its own |
 //
-// Streams (streamCases, TestStreamParity) have no netrpc path at all: net/rpc
-// has no streams, and a Client over a codec refuses to open one with
-// CodeUnimplemented.
+// Beyond the parity table, the tests of a rule on every path run on netrpc
+// too where it keeps the rule (pathsAndNetRPC, acrossPathsAndNetRPC):
+// Go, Go's unbuffered channel, copies that share no memory, a Client's or
+// a Server's Close failing a call in flight at once, a handler's
+// runtime.Goexit, the reply zeroed when the context had already ended, a
+// nil *Error returned, a Server's Close or Shutdown ending the handler's
+// context, a Client's Close ending it, and the call's end ending it. Those
+// that do not run there, and why:
+//
+// | test | other paths | netrpc | why |
+// | --- | --- | --- | --- |
+// | TestReplyTooLargeSameMessage | a reply over the frame limit: CodeInternal, "dispatch: reply of M is too large: ...", the connection goes on | "dispatch: decoding reply of M: gobrpc: message of N bytes, limit L" (not an *Error), and the connection ends | ServeCodec cannot measure what its codec writes, and the Client's gob codec bounds what it reads |
+// | TestTypedNilArgs, TestNilArgsToRawBytesMethod | nil args, or a typed nil, are zero arguments | the call fails as a lost connection | gob cannot encode nil, nor a nil pointer (gobrpc) |
+// | TestUnencodableArgsToUnknownMethod | the Client's codec error, the connection goes on | gob's words, and the connection ends | a request whose body fails to encode ends the connection |
+// | TestEmptyMetadataArrivesAsNil, TestMetadataCountsTowardsFrameLimit | metadata | none | net/rpc carries no metadata |
+// | TestUnacceptedCodecRefusedOnEveryPath | WithCodec | DialCodec refuses WithCodec | the rpc.ClientCodec encodes the calls |
+// | the shutdown tests (shutdown_test.go) | Shutdown drains a connection | a call during Shutdown is refused with CodeUnavailable; the connection closes when the calls in flight are answered | net/rpc has no notice of a server draining (TestCodecClientServerShutdown) |
+// | streams (streamCases, TestStreamParity and the other stream tests) | streams | OpenStream and CallStream fail with CodeUnimplemented | net/rpc has no streams |
+// | allocations and benchmarks | | | measures, not rules |
 
 // onNetRPC says how a parity case's outcome on the netrpc path relates to
 // its outcome on the tcp path. Its zero value is no decision, which fails
@@ -225,6 +241,10 @@ var gobCodec = &netrpcCodec{
 // streams and send metadata, which net/rpc has not.
 var netrpcPath = path{"netrpc", func(t testing.TB, o ...setupOption) *env { return netrpcEnv(t, gobCodec, o...) }}
 
+// pathsAndNetRPC is paths and the netrpc path, for the tests of a rule a
+// Client over a net/rpc codec keeps as well.
+func pathsAndNetRPC() []path { return append(slices.Clone(paths), netrpcPath) }
+
 func netrpcEnv(t testing.TB, k *netrpcCodec, o ...setupOption) *env {
 	srv, arith, keeper, rec := newServerKeeper(t, o...)
 	srv, c := netrpcServe(t, k, srv, 0, 0)
@@ -250,7 +270,9 @@ func TestParityNetRPCDifferencesListed(t *testing.T) {
 	src, err := os.ReadFile("parity_netrpc_test.go")
 	require.NoError(t, err)
 	rows := map[string]bool{}
-	for line := range strings.Lines(string(src)) {
+	// The first table, of parity cases; the second is of other tests.
+	table, _, _ := strings.Cut(string(src), "// | test | other paths")
+	for line := range strings.Lines(table) {
 		// "// | case | other paths | netrpc | why |"
 		cells := strings.Split(strings.TrimSpace(line), " | ")
 		if len(cells) == 5 && cells[0] == "//" && cells[1] != "case" && cells[1] != "---" {

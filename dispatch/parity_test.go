@@ -371,7 +371,7 @@ func earlyReturn(start time.Time) string {
 // tcp path's.
 func TestParity(t *testing.T) {
 	results := make(map[string]map[string]outcome) // case -> path -> outcome
-	for _, p := range append(slices.Clone(paths), netrpcPath) {
+	for _, p := range pathsAndNetRPC() {
 		t.Run(p.name, func(t *testing.T) {
 			e := p.setup(t)
 			for _, c := range parityCases {
