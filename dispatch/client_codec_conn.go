@@ -286,10 +286,14 @@ func (cc *codecClientConn) readFailed(err error) {
 }
 
 // readFailure reports whether err, from reading a body, is the
-// connection's failure rather than a body that does not fit the reply.
+// connection's failure rather than a body that does not fit the reply. A
+// message over the codec's limit is one (gobrpc's matches
+// transport.ErrFrameTooLarge): the codec has not read it, so it cannot
+// read on, and the call fails as a reply over the frame limit does on
+// zerodial's wire.
 func readFailure(err error) bool {
 	var ne net.Error
-	return hungUp(err) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+	return hungUp(err) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne) || errors.Is(err, transport.ErrFrameTooLarge)
 }
 
 // readOne reads the body of resp and delivers the call's outcome; an error

@@ -46,12 +46,12 @@ import (
 // | request metadata of 1,100 entries | refused with ErrFrameTooLarge, the handler never runs | the call succeeds without the metadata | net/rpc carries no metadata: there is nothing to refuse |
 // | request metadata over the frame limit | as above | as above | as above |
 // | request over the server's frame limit | the Server drops the connection: ErrShutdown | the Server answers CodeInvalidArgument, "gobrpc: message of N bytes, limit M", then closes the connection; ErrShutdown when the reset overtakes the answer | ServeCodec reads the header, so it can answer the call whose body its codec refused; closed with the body unread, the connection is reset |
-// | reply over the client's frame limit | ErrShutdown wrapping ErrFrameTooLarge | "dispatch: decoding reply of ...: gobrpc: message of N bytes, limit M", not ErrFrameTooLarge; the connection fails at its next read | a reply body that does not decode fails its call and the connection goes on, as in net/rpc; gob's codec cannot read on, so the connection's next read fails |
+// | reply over the client's frame limit | ErrShutdown wrapping ErrFrameTooLarge | the same, in gobrpc's words: "dispatch: reading the body of ...: gobrpc: message of N bytes, limit M" | gobrpc counts gob's bytes, and its error matches ErrFrameTooLarge |
 // | reply metadata of 1,100 entries | the reply refused: CodeInternal, no metadata | the reply arrives, without the metadata; a handler's error is its error | net/rpc carries no metadata: there is nothing to refuse |
 // | reply metadata over the frame limit | as above | as above | as above |
 // | a handler's changes to its metadata are its own | the handler's changes are its own | not run | net/rpc carries no metadata |
 // | error reply over the frame limit | CodeInternal, "reply ... is too large", the connection goes on | ErrShutdown: the Client's gob codec refuses the message; the next call dials again | ServeCodec cannot measure what its codec writes, so it sends the error whole, and the Client's codec bounds what it reads |
-// | error reply over the client's frame limit | ErrShutdown wrapping ErrFrameTooLarge | ErrShutdown, "gobrpc: message of N bytes, limit M", not ErrFrameTooLarge | gobrpc's limit error is its own |
+// | error reply over the client's frame limit | ErrShutdown wrapping ErrFrameTooLarge | the same, in gobrpc's words: "gobrpc: message of N bytes, limit M" | gobrpc counts gob's bytes, and its error matches ErrFrameTooLarge |
 //
 // Beyond the parity table, the tests of a rule on every path run on netrpc
 // too where it keeps the rule (pathsAndNetRPC, acrossPathsAndNetRPC):
@@ -151,7 +151,7 @@ func asOnTCP(o outcome) outcome { return o }
 // and the call after them, on a new connection.
 func gobLimit(borrows, keeps, limit int) string {
 	part := func(n int) string {
-		return "connection is shut down: gobrpc: message of " + strconv.Itoa(n) + " bytes, limit " + strconv.Itoa(limit) + " (frame too large: false, shut down: true) (code <not *dispatch.Error>)"
+		return "connection is shut down: gobrpc: message of " + strconv.Itoa(n) + " bytes, limit " + strconv.Itoa(limit) + " (frame too large: true, shut down: true) (code <not *dispatch.Error>)"
 	}
 	return strings.Join([]string{part(borrows), part(borrows), part(keeps), part(keeps), "then: ok"}, "; ")
 }
@@ -204,15 +204,15 @@ var (
 		o.Extra = "dispatch: decoding arguments of Big.Len: gobrpc: message of 102406 bytes, limit 65536 (frame too large: false, shut down: false), handler ran: false"
 		return o
 	}, asOnTCP) // the reset overtook the answer: the connection lost, as on tcp
-	netrpcClientLimit = differsOnNetRPC("a reply that does not decode fails its call, not the connection, as in net/rpc", func(o outcome) outcome {
-		o.Extra = "dispatch: decoding reply of Big.Make: gobrpc: message of 102406 bytes, limit 65536 (frame too large: false, shut down: false), reply of 0"
+	netrpcClientLimit = differsOnNetRPC("the words are gobrpc's, which count gob's bytes; its error matches ErrFrameTooLarge and ends the connection, as on the wire", func(o outcome) outcome {
+		o.Extra = "connection is shut down: dispatch: reading the body of Big.Make: gobrpc: message of 102406 bytes, limit 65536 (frame too large: true, shut down: true), reply of 0"
 		return o
 	})
 	netrpcErrorTooLarge = differsOnNetRPC("ServeCodec cannot measure what its codec writes: the Client's codec refuses it", func(o outcome) outcome {
 		o.Extra = gobLimit(5242901, 5242899, gobrpc.DefaultMaxMessage)
 		return o
 	})
-	netrpcErrorOverClientLimit = differsOnNetRPC("gobrpc's limit error is its own, not ErrFrameTooLarge", func(o outcome) outcome {
+	netrpcErrorOverClientLimit = differsOnNetRPC("the words are gobrpc's, which count gob's bytes (its error matches ErrFrameTooLarge, as the wire's does)", func(o outcome) outcome {
 		o.Extra = gobLimit(65657, 65655, 64<<10)
 		return o
 	})

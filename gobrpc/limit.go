@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+
+	"github.com/zerodial/transport"
 )
 
 // MessageTooLargeError reports a gob message whose byte count is over the
@@ -18,6 +20,11 @@ type MessageTooLargeError struct {
 func (e *MessageTooLargeError) Error() string {
 	return fmt.Sprintf("gobrpc: message of %d bytes, limit %d", e.Size, e.Limit)
 }
+
+// Is makes errors.Is(err, transport.ErrFrameTooLarge) hold, as it does for
+// a zerodial frame over its limit: a program that checks for a message too
+// large finds it whichever wire it came over.
+func (e *MessageTooLargeError) Is(target error) bool { return target == transport.ErrFrameTooLarge }
 
 // limitReader stands between a connection and a gob.Decoder and follows
 // gob's framing itself — a count (one byte under 128, or a byte holding

@@ -61,6 +61,9 @@ func TestServerLimit(t *testing.T) {
 	if errs := ts.errs(); len(errs) == 0 || !errors.As(errs[0], &tooLarge) || *tooLarge != (gobrpc.MessageTooLargeError{Size: limit + 1, Limit: limit}) || errs[0].Error() != want {
 		t.Fatalf("the server codec read %v, want %q", errs, want)
 	}
+	if !errors.Is(ts.errs()[0], transport.ErrFrameTooLarge) {
+		t.Fatalf("%v does not match transport.ErrFrameTooLarge", ts.errs()[0])
+	}
 	if err := c.Call("Arith.Add", Args{1, 2}, &n); err == nil {
 		t.Fatal("the connection still serves after a message over the limit")
 	}
