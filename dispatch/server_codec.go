@@ -54,18 +54,22 @@ const PathNetRPC Path = "netrpc"
 //
 // Streams do not exist in net/rpc: a call of a streaming method is refused
 // as on every path.
-func (s *Server) ServeCodec(codec rpc.ServerCodec) {
-	c := &codecConn{srv: s, codec: codec, calls: make(map[*codecCall]struct{})}
-	if a, ok := codec.(interface {
-		LocalAddr() net.Addr
-		RemoteAddr() net.Addr
-	}); ok {
+func (s *Server) ServeCodec(codec rpc.ServerCodec) { s.serveCodec(codec, nil) }
+
+// serveCodec is ServeCodec, and ServeConn when lc is the connection under
+// codec with the wire's limits on it.
+func (s *Server) serveCodec(codec rpc.ServerCodec, lc *limitedConn) {
+	c := &codecConn{srv: s, codec: codec, limits: lc, calls: make(map[*codecCall]struct{})}
+	if a, ok := addrsOf(codec); ok {
+		c.local, c.remote = a.LocalAddr(), a.RemoteAddr()
+	} else if a, ok := addrsOf(lc.rwc()); ok {
 		c.local, c.remote = a.LocalAddr(), a.RemoteAddr()
 	}
 	if !s.trackConn(c) {
 		codec.Close()
 		return
 	}
+	lc.watch(c)
 	c.read()
 	c.cancelAll()
 	// Close waits for the connections, not for handlers that outlive
@@ -73,6 +77,19 @@ func (s *Server) ServeCodec(codec rpc.ServerCodec) {
 	s.untrack(c)
 	c.inflight.Wait()
 	c.close()
+	lc.stop()
+}
+
+// addrs is what a connection, or a codec over one, may say of its ends.
+type addrs interface {
+	LocalAddr() net.Addr
+	RemoteAddr() net.Addr
+}
+
+// addrsOf returns v's addresses, if it has them.
+func addrsOf(v any) (addrs, bool) {
+	a, ok := v.(addrs)
+	return a, ok
 }
 
 // codecConn is one connection served through a net/rpc codec.
@@ -80,6 +97,10 @@ type codecConn struct {
 	srv           *Server
 	codec         rpc.ServerCodec
 	local, remote net.Addr
+	// limits is the connection under codec when ServeConn serves it, with
+	// the wire's limits on it; nil for ServeCodec, whose methods on it do
+	// nothing.
+	limits *limitedConn
 
 	sending   sync.Mutex // a codec writes one response at a time
 	closeOnce sync.Once
@@ -93,8 +114,11 @@ type codecConn struct {
 func (c *codecConn) read() {
 	for {
 		var req rpc.Request
+		c.limits.begin()
 		if err := c.codec.ReadRequestHeader(&req); err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			if tooLarge := c.limits.tooLarge(); tooLarge != nil {
+				c.srv.opts.logger.Warn("dispatch: closing net/rpc connection: a request is too large", "remote", c.remote, "err", tooLarge)
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				c.srv.opts.logger.Debug("dispatch: net/rpc connection ended", "remote", c.remote, "err", err)
 			}
 			return
@@ -106,17 +130,28 @@ func (c *codecConn) read() {
 				c.respond(&req, nil, e)
 				return
 			}
+			c.limits.read()
 			c.respond(&req, nil, e)
 			continue
 		}
 		if err := c.codec.ReadRequestBody(call.args); err != nil {
-			c.finish(call)
-			c.respond(&req, nil, &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding arguments of " + req.ServiceMethod + ": " + err.Error()})
-			c.srv.gate.leave()
+			c.refuse(call, &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding arguments of " + req.ServiceMethod + ": " + err.Error()})
+			continue
+		}
+		c.limits.read()
+		if e := c.limits.admit(c, call); e != nil {
+			c.refuse(call, e)
 			continue
 		}
 		c.srv.work(call)
 	}
+}
+
+// refuse answers a call that was admitted, and then could not run, with e.
+func (c *codecConn) refuse(call *codecCall, e *Error) {
+	c.finish(call)
+	c.respond(&rpc.Request{ServiceMethod: call.name, Seq: call.seq}, nil, e)
+	c.srv.gate.leave()
 }
 
 // start admits the call of req, or returns why not.
@@ -148,6 +183,7 @@ func (c *codecConn) finish(call *codecCall) {
 	c.mu.Lock()
 	delete(c.calls, call)
 	c.mu.Unlock()
+	c.limits.release(call.size)
 	call.cancel(context.Canceled)
 	c.inflight.Done()
 }
@@ -173,7 +209,9 @@ func (c *codecConn) respond(req *rpc.Request, reply any, e *Error) {
 		reply = struct{}{} // as net/rpc's invalidRequest
 	}
 	c.sending.Lock()
+	c.limits.replyBegin()
 	err := c.codec.WriteResponse(&resp, reply)
+	c.limits.replyEnd()
 	c.sending.Unlock()
 	if err != nil {
 		// A codec whose write failed may have written half a response:
@@ -203,6 +241,7 @@ type codecCall struct {
 	name        string
 	seq         uint64
 	args, reply any
+	size        int64 // the bytes of its request, in ServeConn's count of the bytes in flight
 }
 
 // run serves the call on a worker (task).
