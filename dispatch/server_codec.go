@@ -62,7 +62,9 @@ func (s *Server) serveCodec(codec rpc.ServerCodec, lc *limitedConn) {
 	c := &codecConn{srv: s, codec: codec, limits: lc, calls: make(map[*codecCall]struct{})}
 	if a, ok := addrsOf(codec); ok {
 		c.local, c.remote = a.LocalAddr(), a.RemoteAddr()
-	} else if a, ok := addrsOf(lc.rwc()); ok {
+	}
+	if a, ok := addrsOf(lc.rwc()); ok && c.remote == nil {
+		// The codec has no addresses, or cannot see them under lc.
 		c.local, c.remote = a.LocalAddr(), a.RemoteAddr()
 	}
 	if !s.trackConn(c) {
