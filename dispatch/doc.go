@@ -13,10 +13,11 @@
 //     whose documentation states the contract; copy for all others).
 //
 // Programs not yet moved are reached through net/rpc codecs: a Server's
-// ServeCodec answers a net/rpc client (gob, JSON-RPC, msgpackrpc), and a
-// Client made by NewCodecClient or DialCodec calls a net/rpc server. Both
-// keep the rules below except what net/rpc cannot carry — metadata, the
-// deadline, streams, an error's code — which their docs list.
+// ServeConn (or ServeCodec, given a codec alone) answers a net/rpc client
+// (gob, JSON-RPC, msgpackrpc), and a Client made by NewCodecClient or
+// DialCodec calls a net/rpc server. Both keep the rules below except what
+// net/rpc cannot carry — metadata, the deadline, streams, an error's code —
+// which their docs list.
 //
 // What a service or caller can observe is the same on every path; only the
 // time differs. The rules:

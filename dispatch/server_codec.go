@@ -12,8 +12,8 @@ import (
 )
 
 // PathNetRPC is the Path of a call that goes through a net/rpc codec: on
-// a Server, one it read through ServeCodec, from a client of the standard
-// library's net/rpc, of net/rpc/jsonrpc, of HashiCorp's
+// a Server, one it read through ServeConn or ServeCodec, from a client of
+// the standard library's net/rpc, of net/rpc/jsonrpc, of HashiCorp's
 // net-rpc-msgpackrpc; on a Client, one it made through NewCodecClient or
 // DialCodec, to any net/rpc server.
 const PathNetRPC Path = "netrpc"
@@ -44,7 +44,8 @@ const PathNetRPC Path = "netrpc"
 //     the zerodial wire. WithMaxBytesPerConn, WithIdleTimeout and
 //     WithReplyTimeout do not apply: the codec decodes a request straight
 //     into the handler's arguments, and its reads and writes are its own; a
-//     codec bounds the size of one message itself (gobrpc's does).
+//     codec bounds the size of one message itself, or not (gobrpc's does,
+//     jsonrpc's does not).
 //   - Shutdown: net/rpc has no notice of a server draining, so a call that
 //     arrives once Shutdown has begun is answered with "dispatch: server is
 //     shutting down", the calls in flight finish and are answered, and then
@@ -54,6 +55,10 @@ const PathNetRPC Path = "netrpc"
 //
 // Streams do not exist in net/rpc: a call of a streaming method is refused
 // as on every path.
+//
+// Prefer ServeConn whenever you have the connection the codec is made
+// over: it serves it the same way and applies those three limits too,
+// which ServeCodec cannot (ServeConn's doc says why they matter).
 func (s *Server) ServeCodec(codec rpc.ServerCodec) { s.serveCodec(codec, nil) }
 
 // serveCodec is ServeCodec, and ServeConn when lc is the connection under

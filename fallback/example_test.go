@@ -49,6 +49,7 @@ func Example() {
 		panic(err)
 	}
 
+	gobCodec := func(c io.ReadWriteCloser) rpc.ServerCodec { return gobrpc.NewServerCodec(c) }
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		http.Serve(web, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,9 +64,9 @@ func Example() {
 			}
 			switch fallback.KindOf(c) {
 			case fallback.Gob:
-				wg.Go(func() { srv.ServeCodec(gobrpc.NewServerCodec(c)) })
+				wg.Go(func() { srv.ServeConn(c, gobCodec) })
 			case fallback.JSON:
-				wg.Go(func() { srv.ServeCodec(jsonrpc.NewServerCodec(c)) })
+				wg.Go(func() { srv.ServeConn(c, jsonrpc.NewServerCodec) })
 			default:
 				c.Close()
 			}

@@ -39,7 +39,8 @@ func (c *serverCodec) Close() error { return c.s.close() }
 
 // LocalAddr is conn's local address when conn is a net.Conn, else nil:
 // dispatch's Server.ServeCodec gives it, and RemoteAddr, to the CallInfo
-// of the calls it serves.
+// of the calls it serves (ServeConn takes them from the connection it is
+// given, which it hands to the codec wrapped).
 func (c *serverCodec) LocalAddr() net.Addr { return c.s.localAddr() }
 
 // RemoteAddr is conn's remote address when conn is a net.Conn, else nil.

@@ -271,7 +271,8 @@ func Example_netRPC() {
 }
 
 // A Server serves a connection of any net/rpc codec: here a JSON-RPC
-// client of the standard library.
+// client of the standard library, through ServeConn, which applies the
+// Server's limits on a connection to it.
 func Example_serveCodec() {
 	srv := dispatch.NewServer()
 	if err := srv.RegisterName("Arith", Arith{}); err != nil {
@@ -280,7 +281,7 @@ func Example_serveCodec() {
 	defer srv.Close()
 
 	clientConn, serverConn := net.Pipe()
-	go srv.ServeCodec(jsonrpc.NewServerCodec(serverConn))
+	go srv.ServeConn(serverConn, jsonrpc.NewServerCodec)
 	client := jsonrpc.NewClient(clientConn)
 	defer client.Close()
 
@@ -348,6 +349,7 @@ func Example_migrate() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
+	gobCodec := func(c io.ReadWriteCloser) rpc.ServerCodec { return gobrpc.NewServerCodec(c) }
 	go func() {
 		for {
 			c, err := fb.Accept() // what does not speak zerodial, first bytes replayed
@@ -356,9 +358,9 @@ func Example_migrate() {
 			}
 			switch fallback.KindOf(c) {
 			case fallback.Gob:
-				go srv.ServeCodec(gobrpc.NewServerCodec(c))
+				go srv.ServeConn(c, gobCodec) // the wire's limits on c
 			case fallback.JSON:
-				go srv.ServeCodec(jsonrpc.NewServerCodec(c))
+				go srv.ServeConn(c, jsonrpc.NewServerCodec)
 			default:
 				c.Close()
 			}
