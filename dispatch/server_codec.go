@@ -141,11 +141,12 @@ func (c *codecConn) read() {
 			c.respond(&req, nil, e)
 			continue
 		}
-		if err := c.codec.ReadRequestBody(call.args); err != nil {
+		err := c.codec.ReadRequestBody(call.args)
+		c.limits.read()
+		if err != nil {
 			c.refuse(call, &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding arguments of " + req.ServiceMethod + ": " + err.Error()})
 			continue
 		}
-		c.limits.read()
 		if e := c.limits.admit(c, call); e != nil {
 			c.refuse(call, e)
 			continue
