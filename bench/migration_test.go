@@ -56,7 +56,7 @@ func init() {
 	}, jsonrpcSizes...)
 	register("zerodial-client-gobrpc-tcp", func(tb testing.TB, _ size) func() callFunc {
 		addr := serveRPCServerTCP(tb, func(c net.Conn) rpc.ServerCodec { return gobrpc.NewServerCodec(c) })
-		return dialCodec(tb, addr, func(c io.ReadWriteCloser) rpc.ClientCodec { return gobrpc.NewClientCodec(c) })
+		return dialCodec(tb, addr, gobrpc.ClientCodecFunc())
 	})
 	register("zerodial-client-jsonrpc-tcp", func(tb testing.TB, _ size) func() callFunc {
 		addr := serveRPCServerTCP(tb, func(c net.Conn) rpc.ServerCodec { return jsonrpc.NewServerCodec(c) })

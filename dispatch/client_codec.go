@@ -108,11 +108,8 @@ func NewCodecClient(codec rpc.ClientCodec, opts ...ClientOption) (*Client, error
 // DialCodec returns a Client that calls the net/rpc server at addr: it
 // dials network and addr with dial, and speaks newCodec's encoding over the
 // connection — jsonrpc.NewClientCodec for a JSON-RPC server,
-// msgpackrpc.NewClientCodec for HashiCorp's, or, to call the standard
-// library's rpc.Server (rpc.ServeConn, rpc.Accept),
-//
-//	func(c io.ReadWriteCloser) rpc.ClientCodec { return gobrpc.NewClientCodec(c) }
-//
+// msgpackrpc.NewClientCodec for HashiCorp's, or gobrpc.ClientCodecFunc()
+// to call the standard library's rpc.Server (rpc.ServeConn, rpc.Accept).
 // dial has the shape of net.Dialer's DialContext, so that a tls.Dialer's
 // (TLS, with its certificates), a proxy's or a test's can be given as they
 // are; nil dials with a net.Dialer. DialCodec connects now, so that an

@@ -49,7 +49,6 @@ func Example() {
 		panic(err)
 	}
 
-	gobCodec := func(c io.ReadWriteCloser) rpc.ServerCodec { return gobrpc.NewServerCodec(c) }
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		http.Serve(web, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +63,7 @@ func Example() {
 			}
 			switch fallback.KindOf(c) {
 			case fallback.Gob:
-				wg.Go(func() { srv.ServeConn(c, gobCodec) })
+				wg.Go(func() { srv.ServeConn(c, gobrpc.ServerCodecFunc()) })
 			case fallback.JSON:
 				wg.Go(func() { srv.ServeConn(c, jsonrpc.NewServerCodec) })
 			default:

@@ -5,6 +5,7 @@ import (
 	"log"
 	"net"
 	"net/rpc"
+	"strings"
 
 	"github.com/zerodial/transport/gobrpc"
 )
@@ -53,4 +54,29 @@ func Example() {
 	ln.Close()
 	<-served
 	// Output: hello, gob
+}
+
+// ServerCodecFunc and ClientCodecFunc give the codecs, with their options,
+// the shape of jsonrpc's constructors, for APIs that take one. A limit set
+// on the client's end refuses a reply over it.
+func ExampleClientCodecFunc() {
+	srv := rpc.NewServer()
+	if err := srv.Register(Greeter{}); err != nil {
+		log.Fatal(err)
+	}
+	newServerCodec := gobrpc.ServerCodecFunc()
+	newClientCodec := gobrpc.ClientCodecFunc(gobrpc.WithMaxMessage(64))
+	serverConn, clientConn := net.Pipe()
+	go srv.ServeCodec(newServerCodec(serverConn))
+	client := rpc.NewClientWithCodec(newClientCodec(clientConn))
+	defer client.Close()
+
+	var reply string
+	err := client.Call("Greeter.Hello", "gob", &reply)
+	fmt.Println(reply, err)
+	err = client.Call("Greeter.Hello", strings.Repeat("x", 100), &reply)
+	fmt.Println(err)
+	// Output:
+	// hello, gob <nil>
+	// reading body gobrpc: message of 110 bytes, limit 64
 }

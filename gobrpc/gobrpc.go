@@ -28,6 +28,21 @@ func NewClientCodec(conn io.ReadWriteCloser, opts ...Option) rpc.ClientCodec {
 	return &clientCodec{newStream(conn, false, opts)}
 }
 
+// ServerCodecFunc returns NewServerCodec with opts as a function of the
+// connection alone, the shape jsonrpc.NewServerCodec has and that APIs
+// taking a codec constructor take (dispatch.Server.ServeConn):
+// srv.ServeConn(conn, gobrpc.ServerCodecFunc()).
+func ServerCodecFunc(opts ...Option) func(conn io.ReadWriteCloser) rpc.ServerCodec {
+	return func(conn io.ReadWriteCloser) rpc.ServerCodec { return NewServerCodec(conn, opts...) }
+}
+
+// ClientCodecFunc returns NewClientCodec with opts as a function of the
+// connection alone, the shape jsonrpc.NewClientCodec has and that APIs
+// taking a codec constructor take (dispatch.DialCodec).
+func ClientCodecFunc(opts ...Option) func(conn io.ReadWriteCloser) rpc.ClientCodec {
+	return func(conn io.ReadWriteCloser) rpc.ClientCodec { return NewClientCodec(conn, opts...) }
+}
+
 type serverCodec struct{ s *stream }
 
 func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error { return c.s.read(r) }

@@ -3,7 +3,6 @@ package otelzerodial_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/rpc"
 	"sync"
@@ -44,8 +43,6 @@ func serveNetRPC(t *testing.T, srv *dispatch.Server) string {
 	return ln.Addr().String()
 }
 
-func gobCodec(c io.ReadWriteCloser) rpc.ClientCodec { return gobrpc.NewClientCodec(c) }
-
 // TestNetRPC: over net/rpc's codecs the interceptors run at both ends, and
 // their spans and metrics say Path "netrpc". What net/rpc cannot carry is
 // missing, as documented: no trace context crosses (the Server span starts
@@ -67,7 +64,7 @@ func TestNetRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := serveNetRPC(t, srv)
-	c, err := dispatch.DialCodec(context.Background(), nil, "tcp", addr, gobCodec,
+	c, err := dispatch.DialCodec(context.Background(), nil, "tcp", addr, gobrpc.ClientCodecFunc(),
 		dispatch.WithInterceptors(otelzerodial.ClientInterceptor(tel.options()...)))
 	if err != nil {
 		t.Fatal(err)

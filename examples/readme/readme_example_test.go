@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -349,7 +348,6 @@ func Example_migrate() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	gobCodec := func(c io.ReadWriteCloser) rpc.ServerCodec { return gobrpc.NewServerCodec(c) }
 	go func() {
 		for {
 			c, err := fb.Accept() // what does not speak zerodial, first bytes replayed
@@ -358,7 +356,7 @@ func Example_migrate() {
 			}
 			switch fallback.KindOf(c) {
 			case fallback.Gob:
-				go srv.ServeConn(c, gobCodec) // the wire's limits on c
+				go srv.ServeConn(c, gobrpc.ServerCodecFunc()) // the wire's limits on c
 			case fallback.JSON:
 				go srv.ServeConn(c, jsonrpc.NewServerCodec)
 			default:
@@ -385,8 +383,7 @@ func Example_migrate() {
 	fmt.Println("zerodial client:", product, err)
 	newClient.Close()
 
-	gob := func(c io.ReadWriteCloser) rpc.ClientCodec { return gobrpc.NewClientCodec(c) }
-	toLegacy, err := dispatch.DialCodec(ctx, nil, "tcp", ln.Addr().String(), gob) // a moved client, a server not moved
+	toLegacy, err := dispatch.DialCodec(ctx, nil, "tcp", ln.Addr().String(), gobrpc.ClientCodecFunc()) // a moved client, a server not moved
 	if err != nil {
 		log.Fatal(err)
 	}
