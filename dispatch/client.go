@@ -80,6 +80,8 @@ func (c *Client) unwatch(x *shortcutCtx) { c.watching.remove(x) }
 // when a Server of this process serves addr, no socket is opened; otherwise
 // Dial connects now, so that an address nobody serves fails here, as with
 // net/rpc. A connection that fails later is dialled again by the next call.
+// A target of a resolver ("static:///a:1,b:2", "dns:///name:port") is
+// dialled only with WithResolver; without it, Dial refuses it and says so.
 func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...ClientOption) (*Client, error) {
 	if ctx == nil {
 		panic("dispatch: nil Context")
@@ -94,6 +96,9 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 	d := &transportDialer{tr: tr, codec: o.codec, log: o.logger}
 	if o.replicas.resolver != nil {
 		return dialReplicas(ctx, d, addr, o)
+	}
+	if err := targetError("Dial", addr); err != nil {
+		return nil, err
 	}
 	c := newAddrClient(d, addr, o, nil)
 	if o.shortcut != ShortcutOff && shortcuts.lookup(c.key, c.wire) != nil {

@@ -139,6 +139,9 @@ func DialCodec(ctx context.Context, dial func(ctx context.Context, network, addr
 	if o.replicas.resolver != nil {
 		return dialReplicas(ctx, d, addr, o)
 	}
+	if err := targetError("DialCodec", addr); err != nil {
+		return nil, err
+	}
 	c := newAddrClient(d, addr, o, nil)
 	if _, err := c.connect(ctx); err != nil {
 		c.Close()

@@ -2,7 +2,9 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/zerodial/transport/resolver"
@@ -56,6 +58,21 @@ func WithResolver(r resolver.Resolver) ClientOption {
 		}
 		o.replicas.resolver = r
 	})
+}
+
+// targetError refuses a target that names one of resolver.Default's
+// schemes ("static:///a:1,b:2", "dns:///name:port") given to fn, a Client's
+// constructor, without WithResolver: dialled as an address it would fail
+// deep inside the transport ("too many colons in address") or, on the
+// memory transport, with no listener found, neither of which says what is
+// missing. nil for any other address.
+func targetError(fn, addr string) error {
+	scheme, _, ok := resolver.SplitTarget(addr)
+	if !ok || resolver.Default[scheme] == nil {
+		return nil
+	}
+	return fmt.Errorf("dispatch: %s %q: the target has the resolver scheme %q, but no resolver was given: "+
+		"pass dispatch.WithResolver(resolver.Default) to call the replicas it names", fn, addr, scheme)
 }
 
 // Balancer chooses which replica a call goes to.
@@ -115,16 +132,30 @@ func WithLocalLimit(n int) ClientOption {
 // WithIdempotent names methods ("Service.Method") that may run twice with
 // the effect of once: a Client of replicas retries a call of one of them
 // on another replica even when it may have reached a handler (its
-// connection failed mid-call), within the RetryBudget.
+// connection failed mid-call), within the RetryBudget. A name not of that
+// form (a method without its service, a service alone) would match no
+// call, so it is refused rather than ignored.
 func WithIdempotent(methods ...string) ClientOption {
 	return clientOption(func(o *clientOptions) {
 		if o.replicas.idempotent == nil {
 			o.replicas.idempotent = map[string]bool{}
 		}
 		for _, m := range methods {
+			if !isMethodName(m) {
+				o.problems.Refuse(fmt.Sprintf("WithIdempotent(%q)", m),
+					`not a method's full name: name it "Service.Method", as calls do`)
+				continue
+			}
 			o.replicas.idempotent[m] = true
 		}
 	})
+}
+
+// isMethodName reports whether name is of the form "Service.Method", as
+// the router requires of what it registers.
+func isMethodName(name string) bool {
+	dot := strings.LastIndex(name, ".")
+	return dot > 0 && dot < len(name)-1
 }
 
 // The defaults of WithEjection.
@@ -150,19 +181,22 @@ const maxEjectFor = time.Duration(math.MaxInt64 / 32)
 // (about 9 years), so that the longest time out fits a Duration.
 func WithEjection(failures int, d time.Duration) ClientOption {
 	return clientOption(func(o *clientOptions) {
+		ok := true
 		if failures < 1 {
 			o.problems.Invalid("WithEjection", failures, "failures must be at least 1")
-			return
+			ok = false
 		}
-		if d <= 0 {
+		switch {
+		case d <= 0:
 			o.problems.Invalid("WithEjection", d, "the time must be positive")
-			return
-		}
-		if d > maxEjectFor {
+			ok = false
+		case d > maxEjectFor:
 			o.problems.Invalid("WithEjection", d, "the time must be at most "+maxEjectFor.String())
-			return
+			ok = false
 		}
-		o.replicas.ejectAfter, o.replicas.ejectFor = failures, d
+		if ok {
+			o.replicas.ejectAfter, o.replicas.ejectFor = failures, d
+		}
 	})
 }
 
@@ -175,15 +209,18 @@ type ReplicaCheck func(ctx context.Context, c *Client) error
 // left out until one succeeds. Replicas are assumed fit until checked.
 func WithReplicaCheck(check ReplicaCheck, d time.Duration) ClientOption {
 	return clientOption(func(o *clientOptions) {
+		ok := true
 		if check == nil {
 			o.problems.Refuse("WithReplicaCheck(nil)", "no check")
-			return
+			ok = false
 		}
 		if d <= 0 {
 			o.problems.Invalid("WithReplicaCheck", d, "the interval must be positive")
-			return
+			ok = false
 		}
-		o.replicas.check, o.replicas.checkEvery = check, d
+		if ok {
+			o.replicas.check, o.replicas.checkEvery = check, d
+		}
 	})
 }
 
@@ -219,10 +256,20 @@ var DefaultRetryBudget = RetryBudget{Max: 200, Ratio: 0.1}
 // be positive and Ratio from 0 to Max.
 func WithRetryBudget(b RetryBudget) ClientOption {
 	return clientOption(func(o *clientOptions) {
-		if b.Max <= 0 || b.Ratio < 0 || b.Ratio > b.Max {
-			o.problems.Invalid("WithRetryBudget", b, "Max must be positive and Ratio from 0 to Max")
-			return
+		ok := b.Max > 0 // false for NaN too
+		if !ok {
+			o.problems.Invalid("WithRetryBudget", fmt.Sprintf("%+v", b), "Max must be positive")
 		}
-		o.replicas.budget = b
+		upper := 0.0 // with no valid Max, Ratio is judged against the least one
+		if ok {
+			upper = b.Max
+		}
+		if !(b.Ratio >= 0 && b.Ratio <= upper) {
+			o.problems.Invalid("WithRetryBudget", fmt.Sprintf("%+v", b), "Ratio must be from 0 to Max")
+			ok = false
+		}
+		if ok {
+			o.replicas.budget = b
+		}
 	})
 }
