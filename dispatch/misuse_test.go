@@ -118,3 +118,17 @@ func TestReplicaOptionsReportEveryValue(t *testing.T) {
 	assert.NoError(t, dial(dispatch.WithEjection(1, time.Millisecond), dispatch.WithReplicaCheck(check, time.Second),
 		dispatch.WithRetryBudget(dispatch.RetryBudget{Max: 1, Ratio: 1})), "the bounds themselves are valid")
 }
+
+// ServerOptions applies each of its options, in order, skipping nil ones:
+// their problems are reported as if they had been given one by one.
+func TestServerOptions(t *testing.T) {
+	srv := dispatch.NewServer(dispatch.ServerOptions(dispatch.WithMaxCallsPerConn(0), nil, dispatch.WithIdleTimeout(-time.Second)),
+		dispatch.WithReplyTimeout(-time.Second))
+	defer srv.Close()
+	l, err := memory.New().Listen("")
+	require.NoError(t, err)
+	defer l.Close()
+	assert.EqualError(t, srv.Start(l), "dispatch: WithMaxCallsPerConn(0): must be at least 1\n"+
+		"dispatch: WithIdleTimeout(-1s): must not be negative\n"+
+		"dispatch: WithReplyTimeout(-1s): must not be negative")
+}

@@ -42,6 +42,23 @@ type serverOption func(*serverOptions)
 
 func (f serverOption) applyServer(o *serverOptions) { f(o) }
 
+// serverOptionList is ServerOptions': several options applied as one.
+type serverOptionList []ServerOption
+
+func (l serverOptionList) applyServer(o *serverOptions) {
+	for _, opt := range l {
+		if opt != nil {
+			opt.applyServer(o)
+		}
+	}
+}
+
+// ServerOptions returns one option that applies opts in order, skipping nil
+// ones, so that a package whose feature takes several of a Server's options
+// (rpcdebug's, an interceptor of calls and one of streams) can offer it as
+// one, and its users cannot install half of it.
+func ServerOptions(opts ...ServerOption) ServerOption { return serverOptionList(opts) }
+
 type clientOption func(*clientOptions)
 
 func (f clientOption) applyClient(o *clientOptions) { f(o) }

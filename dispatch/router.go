@@ -165,6 +165,9 @@ func encodeError(name string, err error) *Error {
 func (s *Server) invokeStream(ctx context.Context, m *method, end handlerEnd) (e *Error) {
 	returned := false
 	if ics := s.opts.streamInterceptors; len(ics) > 0 {
+		var count *StreamMessages
+		ctx, count = withStreamMessages(ctx)
+		end = &countedHandlerEnd{end: end, count: count}
 		hctx, done, err := beginStream(ctx, ics, m.name)
 		if err != nil {
 			return toError(err)

@@ -297,6 +297,7 @@ func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out
 	// The interceptors learn the method, the path the Client means to take
 	// and the address, as a call's do.
 	ctx = context.WithValue(ctx, callInfoKey{}, &CallInfo{Method: name, Path: c.expectedPath(name, in, out), RemoteAddr: c.remote})
+	ctx, count := withStreamMessages(ctx)
 	sctx, done, err := beginStream(ctx, ics, name)
 	if err != nil {
 		return nil, err
@@ -306,7 +307,7 @@ func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out
 		done(err)
 		return nil, err
 	}
-	return &endHooked{callerEnd: end, end: done}, nil
+	return &endHooked{callerEnd: end, end: done, count: count}, nil
 }
 
 // Send sends m to the handler. It blocks while the handler's window is full

@@ -22,6 +22,9 @@ import (
 //   - end, which must not be nil, is called once when the stream ends, with
 //     its outcome: nil for a stream that ended well, or the error its caller
 //     receives (or, on a Server, the handler's).
+//   - StreamMessagesFrom(ctx), on the context it is given, counts the
+//     stream's messages each way, for the interceptor to read when end is
+//     called.
 //   - On a Server, a non-nil error refuses the stream: the handler does not
 //     run, the caller receives the error as the stream's, and the
 //     interceptors begun before it are ended with it. On a Client, it fails
@@ -88,14 +91,26 @@ func beginStream(ctx context.Context, ics []StreamInterceptor, method string) (c
 
 // endHooked is a caller's end whose interceptors are told how the stream
 // ended: its last message (the handler's end, or why it failed), or its
-// Close before that.
+// Close before that; its messages are counted for them.
 type endHooked struct {
 	callerEnd
-	end func(error)
+	end   func(error)
+	count *StreamMessages
+}
+
+func (h *endHooked) send(m any) error {
+	err := h.callerEnd.send(m)
+	if err == nil {
+		h.count.sent.Add(1)
+	}
+	return err
 }
 
 func (h *endHooked) next() (flow.Item, error) {
 	it, err := h.callerEnd.next()
+	if err == nil {
+		h.count.received.Add(1)
+	}
 	if err != nil {
 		if err == io.EOF {
 			h.end(nil)
