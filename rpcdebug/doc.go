@@ -1,13 +1,16 @@
 // Package rpcdebug shows what a dispatch.Server serves and how its methods
 // fare, as net/rpc's /debug/rpc page does: every method registered, with
-// its calls, errors and latency, and the paths its calls took (memory,
-// tcp, mux, the shortcut's).
+// its calls, errors and latency, its streams (opened, still open, ended by
+// outcome, messages each way, those of the streams still open included),
+// and the paths its calls and streams took (memory, tcp, mux, the
+// shortcut's).
 //
-// Counting is an interceptor, so a Server that does not use this package
-// pays nothing for it:
+// Counting is a pair of interceptors, one of calls and one of streams,
+// installed by one option, so a Server that does not use this package pays
+// nothing for it:
 //
 //	stats := rpcdebug.New()
-//	srv := dispatch.NewServer(dispatch.WithInterceptors(stats.Interceptor()))
+//	srv := dispatch.NewServer(stats.Option())
 //	http.Handle("/debug/rpc", stats.Handler(srv))
 //
 // The page is plain HTML (a table, no scripts); ask for text/plain in the

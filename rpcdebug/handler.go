@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -36,9 +37,10 @@ func (s *Stats) Handler(srv *dispatch.Server) http.Handler {
 // writeText writes rows as an aligned text table.
 func writeText(w io.Writer, rows []MethodStats) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "METHOD\tCALLS\tERRORS\tMEAN\tMAX\tPATHS")
+	fmt.Fprintln(tw, "METHOD\tCALLS\tERRORS\tMEAN\tMAX\tSTREAMS\tOPEN\tMSGS-IN\tMSGS-OUT\tENDS\tPATHS")
 	for _, m := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", m.Method, m.Calls, m.Errors, round(m.Mean), round(m.Max), paths(m.Paths))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", m.Method, m.Calls, m.Errors, round(m.Mean), round(m.Max),
+			m.Streams, m.Open, m.MsgsIn, m.MsgsOut, counts(m.Ends), paths(m.Paths))
 	}
 	tw.Flush()
 }
@@ -56,14 +58,13 @@ func round(d time.Duration) time.Duration {
 
 // paths lists the paths of a method's calls, "tcp=3 shortcut-copy=1",
 // sorted by path.
-func paths(p map[dispatch.Path]int64) string {
-	keys := make([]dispatch.Path, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+func paths(p map[dispatch.Path]int64) string { return counts(p) }
+
+// counts lists counts by their names, "canceled=1 ok=3", sorted by name;
+// "-" for none.
+func counts[K ~string](p map[K]int64) string {
 	var b strings.Builder
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(p)) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
@@ -77,14 +78,14 @@ func paths(p map[dispatch.Path]int64) string {
 
 type pageData struct{ Rows []MethodStats }
 
-var page = template.Must(template.New("rpc").Funcs(template.FuncMap{"round": round, "paths": paths}).Parse(`<!DOCTYPE html>
+var page = template.Must(template.New("rpc").Funcs(template.FuncMap{"round": round, "paths": paths, "ends": counts[string]}).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Services</title>
 <style>body{font-family:sans-serif}table{border-collapse:collapse}th,td{padding:2px 10px;text-align:left}td.n{text-align:right}tr:nth-child(even){background:#f2f2f2}</style>
 </head><body>
 <h1>Services</h1>
 <table>
-<tr><th>Method</th><th>Calls</th><th>Errors</th><th>Mean</th><th>Max</th><th>Paths</th></tr>
-{{range .Rows}}<tr><td>{{.Method}}</td><td class="n">{{.Calls}}</td><td class="n">{{.Errors}}</td><td class="n">{{round .Mean}}</td><td class="n">{{round .Max}}</td><td>{{paths .Paths}}</td></tr>
+<tr><th>Method</th><th>Calls</th><th>Errors</th><th>Mean</th><th>Max</th><th>Streams</th><th>Open</th><th>Msgs in</th><th>Msgs out</th><th>Ends</th><th>Paths</th></tr>
+{{range .Rows}}<tr><td>{{.Method}}</td><td class="n">{{.Calls}}</td><td class="n">{{.Errors}}</td><td class="n">{{round .Mean}}</td><td class="n">{{round .Max}}</td><td class="n">{{.Streams}}</td><td class="n">{{.Open}}</td><td class="n">{{.MsgsIn}}</td><td class="n">{{.MsgsOut}}</td><td>{{ends .Ends}}</td><td>{{paths .Paths}}</td></tr>
 {{end}}</table>
 </body></html>
 `))

@@ -3,11 +3,13 @@ package rpcdebug_test
 import (
 	"context"
 	"errors"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,9 +23,13 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // served returns a Server counted by stats, serving Calc.Add, Calc.Fail
-// and Calc.Idle on a memory listener, and its address.
-func served(t *testing.T, stats *rpcdebug.Stats) (*dispatch.Server, *memory.Transport, string) {
-	srv := dispatch.NewServer(dispatch.WithInterceptors(stats.Interceptor()))
+// and Calc.Idle on a memory listener, and its address. opts are the
+// Server's, stats.Option() by default.
+func served(t *testing.T, stats *rpcdebug.Stats, opts ...dispatch.ServerOption) (*dispatch.Server, *memory.Transport, string) {
+	if opts == nil {
+		opts = []dispatch.ServerOption{stats.Option()}
+	}
+	srv := dispatch.NewServer(opts...)
 	t.Cleanup(func() { srv.Close() })
 	require.NoError(t, dispatch.Handle(srv, "Calc.Add", func(ctx context.Context, n *int, r *int) error { *r = *n + 1; return nil }))
 	require.NoError(t, dispatch.Handle(srv, "Calc.Fail", func(ctx context.Context, n *int, r *int) error { return errors.New("no") }))
@@ -63,7 +69,7 @@ func TestSnapshot(t *testing.T) {
 	assert.Equal(t, "Calc.Fail", fail.Method)
 	assert.EqualValues(t, 2, fail.Calls)
 	assert.EqualValues(t, 2, fail.Errors)
-	assert.Equal(t, rpcdebug.MethodStats{Method: "Calc.Idle", Paths: map[dispatch.Path]int64{}}, idle)
+	assert.Equal(t, rpcdebug.MethodStats{Method: "Calc.Idle", Paths: map[dispatch.Path]int64{}, Ends: map[string]int64{}}, idle)
 }
 
 // The page lists every method with its figures, as HTML by default and as
@@ -76,6 +82,13 @@ func TestHandler(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.Call(context.Background(), "Calc.Add", 1, new(int)))
+	require.NoError(t, dispatch.HandleStream(srv, "Orders.Watch", watch))
+	ended := openWatch(t, c, 3)
+	ended.Close()
+	openWatch(t, c, 2) // open until the test ends
+	settled(t, stats, srv, "Orders.Watch", func(m rpcdebug.MethodStats) bool {
+		return m.Open == 1 && m.MsgsOut == 5 && m.Ends["canceled"] == 1
+	})
 
 	get := func(target, accept string) (string, string) {
 		req := httptest.NewRequest(http.MethodGet, target, nil)
@@ -91,6 +104,8 @@ func TestHandler(t *testing.T) {
 	assert.Equal(t, "text/html; charset=utf-8", ctype)
 	assert.Contains(t, body, "<td>Calc.Add</td><td class=\"n\">1</td><td class=\"n\">0</td>")
 	assert.Contains(t, body, "<td>Calc.Idle</td><td class=\"n\">0</td>")
+	assert.Contains(t, body, `<td>Orders.Watch</td><td class="n">0</td><td class="n">0</td><td class="n">0s</td><td class="n">0s</td>`+
+		`<td class="n">2</td><td class="n">1</td><td class="n">2</td><td class="n">5</td><td>canceled=1</td><td>memory=2</td></tr>`)
 	assert.Contains(t, body, "Odd.&lt;b&gt;")
 	assert.NotContains(t, body, "<script")
 
@@ -98,9 +113,142 @@ func TestHandler(t *testing.T) {
 		ctype, body = get(tc.target, tc.accept)
 		assert.Equal(t, "text/plain; charset=utf-8", ctype)
 		lines := strings.Split(strings.TrimSpace(body), "\n")
-		require.Len(t, lines, 5)
-		assert.Regexp(t, `^METHOD\s+CALLS\s+ERRORS\s+MEAN\s+MAX\s+PATHS$`, lines[0])
-		assert.Regexp(t, `^Calc\.Add\s+1\s+0\s+\S+\s+\S+\s+memory=1$`, lines[1])
-		assert.Regexp(t, `^Calc\.Fail\s+0\s+0\s+0s\s+0s\s+-$`, lines[2])
+		require.Len(t, lines, 6)
+		assert.Regexp(t, `^METHOD\s+CALLS\s+ERRORS\s+MEAN\s+MAX\s+STREAMS\s+OPEN\s+MSGS-IN\s+MSGS-OUT\s+ENDS\s+PATHS$`, lines[0])
+		assert.Regexp(t, `^Calc\.Add\s+1\s+0\s+\S+\s+\S+\s+0\s+0\s+0\s+0\s+-\s+memory=1$`, lines[1])
+		assert.Regexp(t, `^Calc\.Fail\s+0\s+0\s+0s\s+0s\s+0\s+0\s+0\s+0\s+-\s+-$`, lines[2])
+		assert.Regexp(t, `^Orders\.Watch\s+0\s+0\s+0s\s+0s\s+2\s+1\s+2\s+5\s+canceled=1\s+memory=2$`, lines[5])
+	}
+}
+
+// watch is a stream that never ends of its own: given n, it sends n events,
+// then waits for its caller to go.
+func watch(ctx context.Context, s *dispatch.ServerStream[int, int]) error {
+	for n, err := range s.Recv() {
+		if err != nil {
+			return err
+		}
+		if *n < 0 {
+			return &dispatch.Error{Code: dispatch.CodeInvalidArgument, Message: "negative"}
+		}
+		for i := range *n {
+			if err := s.Send(&i); err != nil {
+				return err
+			}
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+// openWatch opens a stream of Orders.Watch asking for n events and takes
+// them; the stream stays open until it is closed, or the test ends.
+// Breaking out of Recv's range would close it, so the events are pulled.
+func openWatch(t *testing.T, c *dispatch.Client, n int) *dispatch.Stream[int, int] {
+	t.Helper()
+	s, err := dispatch.OpenStream[int, int](context.Background(), c, "Orders.Watch")
+	require.NoError(t, err)
+	next, stop := iter.Pull2(s.Recv())
+	t.Cleanup(func() { stop(); s.Close() })
+	require.NoError(t, s.Send(&n))
+	for i := range n {
+		v, err, ok := next()
+		require.True(t, ok)
+		require.NoError(t, err)
+		require.Equal(t, i, *v)
+	}
+	return s
+}
+
+// settled waits until method's figures satisfy ok — a stream's end reaches
+// the Server after its caller has gone — and returns them.
+func settled(t *testing.T, stats *rpcdebug.Stats, srv *dispatch.Server, method string, ok func(rpcdebug.MethodStats) bool) rpcdebug.MethodStats {
+	t.Helper()
+	var last rpcdebug.MethodStats
+	require.Eventually(t, func() bool {
+		for _, m := range stats.Snapshot(srv) {
+			if m.Method == method {
+				last = m
+				return ok(m)
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond, "%s never settled: %+v", method, last)
+	return last
+}
+
+// Streams are counted beside calls: opened, still open, ended by outcome,
+// and their messages each way — those of a stream still open included, so
+// that a watch that never ends shows what it carries — by path; a stream
+// a later interceptor refuses is counted with its code.
+func TestStreams(t *testing.T) {
+	stats := rpcdebug.New()
+	deny := func(ctx context.Context, method string) (context.Context, func(error), error) {
+		if md := dispatch.MetadataFrom(ctx); md["deny"] != "" {
+			return nil, nil, &dispatch.Error{Code: dispatch.CodePermissionDenied, Message: "denied"}
+		}
+		return ctx, func(error) {}, nil
+	}
+	srv, tr, addr := served(t, stats, stats.Option(), dispatch.WithStreamInterceptors(deny))
+	require.NoError(t, dispatch.HandleStream(srv, "Orders.Watch", watch))
+	direct, err := dispatch.Dial(context.Background(), tr, addr)
+	require.NoError(t, err)
+	defer direct.Close()
+	short, err := dispatch.Dial(context.Background(), tr, addr, dispatch.WithShortcut(dispatch.ShortcutCopy))
+	require.NoError(t, err)
+	defer short.Close()
+
+	// Open: 1000 events on the network and 7 on the shortcut, counted
+	// while both streams run.
+	a := openWatch(t, direct, 1000)
+	b := openWatch(t, short, 7)
+	m := settled(t, stats, srv, "Orders.Watch", func(m rpcdebug.MethodStats) bool { return m.MsgsOut == 1007 })
+	assert.Equal(t, rpcdebug.MethodStats{Method: "Orders.Watch", Streams: 2, Open: 2, MsgsIn: 2, MsgsOut: 1007,
+		Paths: map[dispatch.Path]int64{"memory": 1, dispatch.PathShortcutCopy: 1}, Ends: map[string]int64{}}, m)
+
+	// Ended: by the caller (canceled), by the handler's error, by a
+	// refusal of the interceptor after rpcdebug's.
+	a.Close()
+	b.Close()
+	for _, err := range dispatch.CallStream[int, int](context.Background(), direct, "Orders.Watch", new(-1)) {
+		assert.ErrorContains(t, err, "negative")
+	}
+	denied := dispatch.WithMetadata(context.Background(), dispatch.Metadata{"deny": "yes"})
+	for _, err := range dispatch.CallStream[int, int](denied, direct, "Orders.Watch", new(1)) {
+		assert.ErrorContains(t, err, "denied")
+	}
+	m = settled(t, stats, srv, "Orders.Watch", func(m rpcdebug.MethodStats) bool { return m.Open == 0 })
+	assert.Equal(t, rpcdebug.MethodStats{Method: "Orders.Watch", Streams: 4, MsgsIn: 3, MsgsOut: 1007,
+		Paths: map[dispatch.Path]int64{"memory": 3, dispatch.PathShortcutCopy: 1},
+		Ends:  map[string]int64{"canceled": 2, "invalid_argument": 1, "permission_denied": 1}}, m)
+
+	// The interceptors installed by hand count as Option's do; a Server
+	// with only the call interceptor counts calls and no streams.
+	for _, tc := range []struct {
+		name    string
+		opts    func(*rpcdebug.Stats) []dispatch.ServerOption
+		streams int64
+	}{
+		{"both", func(s *rpcdebug.Stats) []dispatch.ServerOption {
+			return []dispatch.ServerOption{dispatch.WithInterceptors(s.Interceptor()), dispatch.WithStreamInterceptors(s.StreamInterceptor())}
+		}, 1},
+		{"calls only", func(s *rpcdebug.Stats) []dispatch.ServerOption {
+			return []dispatch.ServerOption{dispatch.WithInterceptors(s.Interceptor())}
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stats := rpcdebug.New()
+			srv, tr, addr := served(t, stats, tc.opts(stats)...)
+			require.NoError(t, dispatch.HandleStream(srv, "Orders.Watch", watch))
+			c, err := dispatch.Dial(context.Background(), tr, addr)
+			require.NoError(t, err)
+			defer c.Close()
+			require.NoError(t, c.Call(context.Background(), "Calc.Add", 1, new(int)))
+			openWatch(t, c, 2).Close()
+			rows := stats.Snapshot(srv)
+			assert.EqualValues(t, 1, rows[0].Calls, "Calc.Add")
+			assert.Equal(t, tc.streams, rows[3].Streams, "Orders.Watch")
+		})
 	}
 }
