@@ -60,4 +60,18 @@
 // waits for open streams as for calls in flight; ShuttingDown tells their
 // handlers that it has begun, so that a stream that would run until its
 // caller leaves can end then.
+//
+// # Registration
+//
+// Methods (Register, RegisterName, Handle, HandleStream) may be registered
+// at any time until Shutdown or Close, before Serve and Start or while the
+// Server serves: the router's table is replaced whole under a lock by each
+// registration and read without one, so registering never holds up a call.
+// A call finds a method once its registration has returned, on every path;
+// a call made before fails with CodeNotFound, in net/rpc's words. So a
+// program whose services call each other in one process (a monolith whose
+// services call the others through a Client of its own Server, on the
+// shortcut) starts the Server, dials it, and then registers the services
+// that hold the Client. Methods are never unregistered; a name is
+// registered once.
 package dispatch

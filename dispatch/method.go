@@ -86,6 +86,8 @@ var (
 // Handle registers fn as the method name ("Service.Method") of srv. The call
 // needs no reflection: it is the fastest way to serve a method, above all on
 // the shortcut. The options may say that fn borrows its arguments (Borrows).
+// Like Register, it may be called while srv serves, until Shutdown or Close
+// (see the package doc, Registration).
 func Handle[A, R any](srv *Server, name string, fn func(ctx context.Context, args *A, reply *R) error, opts ...RegisterOption) error {
 	if fn == nil {
 		return fmt.Errorf("dispatch: Handle %s: nil function", name)
@@ -261,11 +263,20 @@ func exportedOrBuiltin(t reflect.Type) bool {
 // Other methods are ignored. It is an error if there are none, or if the
 // service name is taken. The options may say that methods borrow their
 // arguments (Borrows).
+//
+// Register may be called at any time before Shutdown or Close, while the
+// Server serves included: a call finds the methods once Register has
+// returned (before, it fails with CodeNotFound), and the calls of methods
+// registered earlier go on meanwhile. This is how a program whose services
+// call each other through a Client of its own Server is wired: start the
+// Server, dial it, then register the services that call it. After Shutdown
+// or Close it fails with ErrServerClosed.
 func (s *Server) Register(rcvr any, opts ...RegisterOption) error {
 	return s.register(rcvr, "", false, opts)
 }
 
-// RegisterName is Register with the service name given.
+// RegisterName is Register with the service name given. Like Register, it
+// may be called while the Server serves, until Shutdown or Close.
 func (s *Server) RegisterName(name string, rcvr any, opts ...RegisterOption) error {
 	return s.register(rcvr, name, true, opts)
 }

@@ -114,7 +114,9 @@ type streamMethod struct {
 
 // HandleStream registers fn as the streaming method name ("Service.Method")
 // of srv, beside unary methods under the same names' rules: a name taken
-// by any method is an error. fn runs once per stream, with a context that
+// by any method is an error. Like Register, it may be called while srv
+// serves, until Shutdown or Close (see the package doc, Registration). fn
+// runs once per stream, with a context that
 // carries the caller's deadline and metadata (MetadataFrom), its CallInfo
 // (CallInfoFrom) and reply metadata (SetReplyMetadata, sent with the end
 // of the stream); the context ends when the caller's context ends, when the
