@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/resolver"
+	"github.com/zerodial/transport/tcp"
 )
 
 // counted records, for each end, the message counts a stream interceptor
@@ -108,7 +110,47 @@ func TestStreamMessagesCounted(t *testing.T) {
 		})
 	}
 
-	srv := dispatch.NewServer()
+	// A Client of replicas counts as a Client of one address does, and a
+	// stream over replicas without interceptors counts nothing, and works.
+	var c counted
+	srv := dispatch.NewServer(dispatch.WithStreamInterceptors(c.interceptor("server")))
+	require.NoError(t, dispatch.HandleStream(srv, "Echo.Twice", func(ctx context.Context, s *dispatch.ServerStream[int, int]) error {
+		for n, err := range s.Recv() {
+			if err != nil {
+				return err
+			}
+			if err := s.Send(n); err != nil {
+				return err
+			}
+			if err := s.Send(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	_, addr := dialPath(t, "tcp", srv)
+	for _, opts := range [][]dispatch.ClientOption{{dispatch.WithStreamInterceptors(c.interceptor("client"))}, nil} {
+		cl, err := dispatch.Dial(t.Context(), tcp.New(), addr, append(opts, dispatch.WithResolver(resolver.Static{}))...)
+		require.NoError(t, err)
+		s, err := dispatch.OpenStream[int, int](t.Context(), cl, "Echo.Twice")
+		require.NoError(t, err)
+		require.NoError(t, s.Send(new(1)))
+		require.NoError(t, s.CloseSend())
+		got := 0
+		for _, err := range s.Recv() {
+			require.NoError(t, err)
+			got++
+		}
+		assert.Equal(t, 2, got)
+		want := []string{"server ok sent=2 received=1"}
+		if opts != nil {
+			want = append(want, "client ok sent=1 received=2")
+		}
+		assert.ElementsMatch(t, want, c.take(t, len(want)))
+		cl.Close()
+	}
+
+	srv = dispatch.NewServer()
 	require.NoError(t, dispatch.HandleStream(srv, "Echo.Counts", func(ctx context.Context, s *dispatch.ServerStream[int, bool]) error {
 		return s.Send(new(dispatch.StreamMessagesFrom(ctx) != nil))
 	}))

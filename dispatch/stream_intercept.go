@@ -91,7 +91,9 @@ func beginStream(ctx context.Context, ics []StreamInterceptor, method string) (c
 
 // endHooked is a caller's end whose interceptors are told how the stream
 // ended: its last message (the handler's end, or why it failed), or its
-// Close before that; its messages are counted for them.
+// Close before that; its messages are counted for them. A replica's stream
+// is hooked too, to count it out of its replica's calls in flight, and
+// counts nothing (count is nil).
 type endHooked struct {
 	callerEnd
 	end   func(error)
@@ -100,7 +102,7 @@ type endHooked struct {
 
 func (h *endHooked) send(m any) error {
 	err := h.callerEnd.send(m)
-	if err == nil {
+	if err == nil && h.count != nil {
 		h.count.sent.Add(1)
 	}
 	return err
@@ -108,7 +110,7 @@ func (h *endHooked) send(m any) error {
 
 func (h *endHooked) next() (flow.Item, error) {
 	it, err := h.callerEnd.next()
-	if err == nil {
+	if err == nil && h.count != nil {
 		h.count.received.Add(1)
 	}
 	if err != nil {
