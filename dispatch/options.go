@@ -198,8 +198,9 @@ func (o loggerOption) applyClient(c *clientOptions) { c.logger = o.l }
 // stacks, connections closed for protocol errors, methods Register ignored,
 // Accept failures), a Client's (connections that failed, and why — the cause
 // behind an ErrShutdown — at Warn; a connection the server closed after its
-// Drain notice, the end of a graceful Shutdown, at Debug). By default they
-// are discarded, as they are for a nil l.
+// Drain notice, the end of a graceful Shutdown, at Debug; a Client of
+// replicas' ejections and readmissions, with the replica and why, at
+// Info). By default they are discarded, as they are for a nil l.
 func WithLogger(l *slog.Logger) Option {
 	if l == nil {
 		l = slog.New(slog.DiscardHandler)

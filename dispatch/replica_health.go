@@ -23,6 +23,8 @@ type replicaHealth struct {
 	since   int64      // the time of the last ejection
 	fails   int        // transport failures in a row while in
 	ejected int        // ejections since the last success
+	why     error      // the failure that made the last ejection
+	last    error      // the last failure counted since the last success
 }
 
 // monoNow is the time on the monotonic clock, in nanoseconds: a change of
@@ -31,43 +33,70 @@ func monoNow() int64 { return int64(time.Since(monoEpoch)) }
 
 var monoEpoch = time.Now()
 
-// failed records the failure of a call begun at begun; atOnce ejects at
-// the first (a replica shutting down), otherwise it takes after failures
-// in a row. The time out is d, doubled at each ejection since the last
-// success, up to 30 d: 1, 2, 4, 8, 16, then 30 times.
-func (h *replicaHealth) failed(begun int64, atOnce bool, after int, d time.Duration) {
+// failed records the failure err of a call begun at begun; atOnce ejects
+// at the first (a replica shutting down), otherwise it takes after
+// failures in a row. The time out is d, doubled at each ejection since the
+// last success, up to 30 d: 1, 2, 4, 8, 16, then 30 times. It returns the
+// time out when the failure ejected the replica, 0 otherwise.
+func (h *replicaHealth) failed(begun int64, atOnce bool, after int, d time.Duration, err error) (out time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if begun < h.out.Load() {
-		return // begun before its time out ended: the outage is counted
+		return 0 // begun before its time out ended: the outage is counted
 	}
 	h.clean.Store(false)
 	h.fails++
+	h.last = err
 	if !atOnce && h.fails < after {
-		return
+		return 0
 	}
 	n := min(h.ejected, 5)
 	h.ejected++
 	h.fails = 0
+	h.why = err
 	h.since = monoNow()
-	h.out.Store(h.since + int64(min(d<<n, 30*d)))
+	out = min(d<<n, 30*d)
+	h.out.Store(h.since + int64(out))
+	return out
 }
 
 // succeeded records the success of a call begun at begun: the replica is
 // in, and its failures are forgotten — unless the call was begun before
-// the last ejection, when it says nothing of the replica since.
-func (h *replicaHealth) succeeded(begun int64) {
+// the last ejection, when it says nothing of the replica since. back
+// reports whether the replica had been ejected since its last success:
+// this success readmits it for good.
+func (h *replicaHealth) succeeded(begun int64) (back bool) {
 	if h.clean.Load() {
-		return
+		return false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if begun < h.since {
-		return
+		return false
 	}
-	h.fails, h.ejected = 0, 0
+	back = h.ejected > 0
+	h.fails, h.ejected, h.why, h.last = 0, 0, nil, nil
 	if now := monoNow(); h.out.Load() > now {
 		h.out.Store(now) // it answered while out (no other was left): in
 	}
 	h.clean.Store(true)
+	return back
 }
+
+// healthState is what replicaHealth says of a replica at one moment.
+type healthState struct {
+	out     int64 // left out until (monoNow)
+	fails   int
+	ejected int
+	why     error
+	last    error
+}
+
+func (h *replicaHealth) state() healthState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return healthState{out: h.out.Load(), fails: h.fails, ejected: h.ejected, why: h.why, last: h.last}
+}
+
+// monoTime is the wall-clock time of t (monoNow), for people to read.
+func monoTime(t int64) time.Time { return monoEpoch.Add(time.Duration(t)) }

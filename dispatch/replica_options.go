@@ -50,6 +50,9 @@ func defaultReplicaOptions() replicaOptions {
 //
 // With WithShortcut, a replica served by this process is called first, with
 // no socket, while it has fewer than WithLocalLimit calls in flight.
+//
+// Client.Replicas tells which replicas the Client has, which are out, until
+// when and why; ejections and readmissions are logged at Info (WithLogger).
 func WithResolver(r resolver.Resolver) ClientOption {
 	return clientOption(func(o *clientOptions) {
 		if r == nil {

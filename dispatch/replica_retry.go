@@ -68,7 +68,7 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 	if errors.As(err, &de) || err == ErrShutdown && r.removed.Load() {
 		// Nothing was sent: the dial failed, or the replica left the set
 		// (and its Client closed) between the pick and the call.
-		s.failed(r, begun, false)
+		s.failed(r, begun, false, err)
 		return retryAlways
 	}
 	var e *Error
@@ -77,7 +77,7 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 		case e.Code == CodeUnavailable:
 			// Shutting down (or a handler saying it cannot serve now):
 			// leave it out at once, and go elsewhere.
-			s.failed(r, begun, true)
+			s.failed(r, begun, true, err)
 			return retryAlways
 		case isAdmissionRefusal(e):
 			return retryAlways
@@ -92,7 +92,7 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 	}
 	// The connection failed with the call on it.
 	allowed := s.budget.failed()
-	s.failed(r, begun, false)
+	s.failed(r, begun, false, err)
 	if !allowed {
 		return retryNever
 	}
@@ -101,16 +101,20 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 
 func (s *replicaSet) succeeded(r *replica, begun int64) {
 	s.budget.succeeded()
-	r.health.succeeded(begun)
+	if r.health.succeeded(begun) {
+		s.log().Info("dispatch: replica readmitted: a call succeeded after its ejection", "target", s.target, "replica", r.addr)
+	}
 }
 
-func (s *replicaSet) failed(r *replica, begun int64, atOnce bool) {
+func (s *replicaSet) failed(r *replica, begun int64, atOnce bool, err error) {
 	if !atOnce {
 		if w := s.currentWatch(); w != nil {
 			w.Refresh() // the set may have changed
 		}
 	}
-	r.health.failed(begun, atOnce, s.opts.ejectAfter, s.opts.ejectFor)
+	if out := r.health.failed(begun, atOnce, s.opts.ejectAfter, s.opts.ejectFor, err); out > 0 {
+		s.log().Info("dispatch: replica ejected", "target", s.target, "replica", r.addr, "for", out, "err", err)
+	}
 }
 
 // retryBudget is RetryBudget's state: tokens in thousandths.

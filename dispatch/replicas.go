@@ -43,8 +43,9 @@ type replica struct {
 	c        *Client
 	inflight atomic.Int64
 	health   replicaHealth
-	unfit    atomic.Bool // its last ReplicaCheck failed
-	removed  atomic.Bool // no longer reported: closed once idle
+	unfit    atomic.Bool           // its last ReplicaCheck failed
+	checkErr atomic.Pointer[error] // what its last failed ReplicaCheck said
+	removed  atomic.Bool           // no longer reported: closed once idle
 }
 
 // dialReplicas is Dial for a Client of replicas.
@@ -309,7 +310,7 @@ func (s *replicaSet) checkLoop() {
 			}
 			err := s.opts.check(ctx, r.c)
 			cancel()
-			r.unfit.Store(err != nil)
+			s.checked(r, err)
 		}
 		select {
 		case <-s.closed.Signal():
