@@ -180,6 +180,9 @@ func TestReplicasStateCheck(t *testing.T) {
 	mu.Unlock()
 	require.Eventually(t, func() bool { return c.Replicas()[1].In }, waitLong, time.Millisecond, "b back")
 	assert.Equal(t, dispatch.ReplicaState{Addr: "b", In: true}, c.Replicas()[1])
+	// The change is logged as it is made: the log may trail what
+	// Replicas says by a moment.
+	require.Eventually(t, func() bool { return len(log.replicaLines()) >= 2 }, waitLong, time.Millisecond)
 	assert.Equal(t, []string{
 		`level=INFO msg="dispatch: replica left out: its check failed" target=a,b replica=b`,
 		`level=INFO msg="dispatch: replica readmitted: its check succeeded" target=a,b replica=b`,
