@@ -13,6 +13,10 @@
 //	srv := dispatch.NewServer(stats.Option())
 //	http.Handle("/debug/rpc", stats.Handler(srv))
 //
+// A program that calls services as a Client of their replicas
+// (dispatch.WithResolver) can show them on the same page (ShowReplicas):
+// each replica in or out, until when and why.
+//
 // The page is plain HTML (a table, no scripts); ask for text/plain in the
 // Accept header, or add ?format=text, for a text table.
 package rpcdebug

@@ -15,19 +15,22 @@ import (
 )
 
 // Handler returns an http.Handler that shows srv's methods with the
-// figures s has counted: an HTML table by default, a text table when the
-// request asks for text/plain (Accept) or has ?format=text.
+// figures s has counted, and the replicas of the Clients shown
+// (ShowReplicas): HTML tables by default, text tables when the request
+// asks for text/plain (Accept) or has ?format=text.
 func (s *Stats) Handler(srv *dispatch.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rows := s.Snapshot(srv)
+		replicas := replicaRows(s.ReplicasSnapshot())
 		w.Header().Set("Cache-Control", "no-store")
 		if r.URL.Query().Get("format") == "text" || strings.HasPrefix(r.Header.Get("Accept"), "text/plain") {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			writeText(w, rows)
+			writeReplicasText(w, replicas)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := page.Execute(w, pageData{Rows: rows}); err != nil {
+		if err := page.Execute(w, pageData{Rows: rows, Replicas: replicas}); err != nil {
 			// Headers are out; all that is left is to stop writing.
 			return
 		}
@@ -76,7 +79,10 @@ func counts[K ~string](p map[K]int64) string {
 	return b.String()
 }
 
-type pageData struct{ Rows []MethodStats }
+type pageData struct {
+	Rows     []MethodStats
+	Replicas []replicaRow
+}
 
 var page = template.Must(template.New("rpc").Funcs(template.FuncMap{"round": round, "paths": paths, "ends": counts[string]}).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Services</title>
@@ -87,5 +93,10 @@ var page = template.Must(template.New("rpc").Funcs(template.FuncMap{"round": rou
 <tr><th>Method</th><th>Calls</th><th>Errors</th><th>Mean</th><th>Max</th><th>Streams</th><th>Open</th><th>Msgs in</th><th>Msgs out</th><th>Ends</th><th>Paths</th></tr>
 {{range .Rows}}<tr><td>{{.Method}}</td><td class="n">{{.Calls}}</td><td class="n">{{.Errors}}</td><td class="n">{{round .Mean}}</td><td class="n">{{round .Max}}</td><td class="n">{{.Streams}}</td><td class="n">{{.Open}}</td><td class="n">{{.MsgsIn}}</td><td class="n">{{.MsgsOut}}</td><td>{{ends .Ends}}</td><td>{{paths .Paths}}</td></tr>
 {{end}}</table>
-</body></html>
+{{if .Replicas}}<h2>Replicas</h2>
+<table>
+<tr><th>Client</th><th>Replica</th><th>State</th><th>In flight</th><th>Failures</th><th>Ejections</th><th>Why</th></tr>
+{{range .Replicas}}<tr><td>{{.Client}}</td><td>{{.Addr}}</td><td>{{.State}}</td><td class="n">{{.InFlight}}</td><td class="n">{{.Failures}}</td><td class="n">{{.Ejections}}</td><td>{{.Why}}</td></tr>
+{{end}}</table>
+{{end}}</body></html>
 `))

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/memory"
+	"github.com/zerodial/transport/resolver"
 	"github.com/zerodial/transport/rpcdebug"
 )
 
@@ -251,4 +253,46 @@ func TestStreams(t *testing.T) {
 			assert.Equal(t, tc.streams, rows[3].Streams, "Orders.Watch")
 		})
 	}
+}
+
+// The page shows the replicas of the Clients shown, each in or out, until
+// when and why, with its calls in flight and failures; a Client no longer
+// shown leaves the page.
+func TestReplicas(t *testing.T) {
+	stats := rpcdebug.New()
+	srv, tr, addr := served(t, stats)
+	c, err := dispatch.Dial(context.Background(), tr, addr+",nobody", dispatch.WithResolver(resolver.Static{}),
+		dispatch.WithEjection(1, time.Hour))
+	require.NoError(t, err)
+	defer c.Close()
+	for range 2 { // round robin: one of them tries nobody, and goes on to addr
+		require.NoError(t, c.Call(context.Background(), "Calc.Add", 1, new(int)))
+	}
+	stats.ShowReplicas("calc", c)
+	snap := stats.ReplicasSnapshot()
+	require.Len(t, snap, 1)
+	assert.Equal(t, "calc", snap[0].Name)
+	assert.Equal(t, c.Replicas(), snap[0].Replicas)
+
+	get := func(target string) string {
+		rec := httptest.NewRecorder()
+		stats.Handler(srv).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		require.Equal(t, http.StatusOK, rec.Code)
+		return rec.Body.String()
+	}
+	text := strings.Split(get("/debug/rpc?format=text"), "\n\n")
+	require.Len(t, text, 2, "the methods, then the replicas")
+	lines := strings.Split(strings.TrimSpace(text[1]), "\n")
+	require.Len(t, lines, 3)
+	assert.Regexp(t, `^CLIENT\s+REPLICA\s+STATE\s+IN-FLIGHT\s+FAILURES\s+EJECTIONS\s+WHY$`, lines[0])
+	assert.Regexp(t, `^calc\s+`+regexp.QuoteMeta(addr)+`\s+in\s+0\s+0\s+0\s+-$`, lines[1])
+	assert.Regexp(t, `^calc\s+nobody\s+out until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \((59m\d\ds|1h0m0s) left\)\s+0\s+0\s+1\s+dispatch: dial memory nobody: .+$`, lines[2])
+	html := get("/debug/rpc")
+	assert.Contains(t, html, "<h2>Replicas</h2>")
+	assert.Regexp(t, `<tr><td>calc</td><td>nobody</td><td>out until [^<]+</td><td class="n">0</td><td class="n">0</td><td class="n">1</td><td>dispatch: dial memory nobody: [^<]+</td></tr>`, html)
+
+	stats.ShowReplicas("calc", nil)
+	assert.Empty(t, stats.ReplicasSnapshot())
+	assert.NotContains(t, get("/debug/rpc"), "Replicas")
+	assert.NotContains(t, get("/debug/rpc?format=text"), "CLIENT")
 }

@@ -17,6 +17,7 @@ import (
 type Stats struct {
 	mu      sync.RWMutex
 	methods map[string]*counters
+	clients map[string]*dispatch.Client // whose replicas the page shows
 }
 
 // counters are one method's figures. The hot fields are atomics, so that
@@ -36,7 +37,9 @@ type counters struct {
 }
 
 // New returns an empty Stats.
-func New() *Stats { return &Stats{methods: make(map[string]*counters)} }
+func New() *Stats {
+	return &Stats{methods: make(map[string]*counters), clients: make(map[string]*dispatch.Client)}
+}
 
 // Option returns the one option that makes a Server counted by s, calls
 // and streams alike: give it to dispatch.NewServer. It installs Interceptor
