@@ -1,0 +1,330 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/flow"
+)
+
+// Calls of protocols that live outside this package (httpzerodial's HTTP,
+// say): the exported side of the seam protocol.go describes. A protocol
+// reads a call in its own format, describes it (CallInfo, Metadata) and
+// hands it to Invoke or InvokeStream, which take it through the same core
+// as every other path — the gate, the router and the shape rule, the
+// interceptor chains, the panic rule and the error words — and then
+// writes the answer in its own format. MethodInfo tells it what to decode.
+
+// PathHTTP is the Path of a call that came in over HTTP (Connect, gRPC or
+// gRPC-Web), through httpzerodial.
+const PathHTTP Path = "http"
+
+// MethodInfo describes a registered method, for a protocol that decodes
+// its arguments itself and for a listing of what a Server answers.
+type MethodInfo struct {
+	// Name is the method's name, "Service.Method".
+	Name string
+	// Args and Reply are the types a unary method takes and fills (A and
+	// R of Handle, however the method was registered); for a streaming
+	// method, the types of the caller's messages and of the handler's (In
+	// and Out of HandleStream).
+	Args, Reply reflect.Type
+	// Stream is set for a streaming method (HandleStream).
+	Stream bool
+}
+
+// Method describes the method registered under name ("Service.Method"),
+// or reports false when there is none.
+func (s *Server) Method(name string) (MethodInfo, bool) {
+	m := s.routes.Load().methods[name]
+	if m == nil {
+		return MethodInfo{}, false
+	}
+	return m.info(), true
+}
+
+// MethodInfos describes every method registered, sorted by name.
+func (s *Server) MethodInfos() []MethodInfo {
+	ms := s.routes.Load().methods
+	infos := make([]MethodInfo, 0, len(ms))
+	for _, m := range ms {
+		infos = append(infos, m.info())
+	}
+	slices.SortFunc(infos, func(a, b MethodInfo) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return infos
+}
+
+func (m *method) info() MethodInfo {
+	if m.stream != nil {
+		return MethodInfo{Name: m.name, Args: m.stream.in, Reply: m.stream.out, Stream: true}
+	}
+	a, r := m.newPair()
+	return MethodInfo{Name: m.name, Args: reflect.TypeOf(a).Elem(), Reply: reflect.TypeOf(r).Elem()}
+}
+
+// errStoppedForeign is what a call of a foreign protocol gets when the
+// Server stops (Close) while it is in flight: the connection a network
+// caller would see fail is the protocol's, which the Server cannot close.
+var errStoppedForeign = &Error{Code: CodeUnavailable, Message: "dispatch: server closed while the call was in flight"}
+
+// Invoke runs a unary call that a protocol of another package read: the
+// call of info.Method, with the caller's metadata md, the handler's
+// context ending when ctx ends. info is the CallInfo the handler and the
+// interceptors see (CallInfoFrom); its Path says the protocol (PathHTTP).
+// decode is given a pointer to new arguments, of the method's Args type,
+// to decode the request into; an error from it refuses the call with
+// CodeInvalidArgument (or, when it is an *Error, with its code) before the
+// handler runs.
+//
+// The call is refused with CodeUnavailable once the Server's Shutdown or
+// Close has begun, and with ctx's error when ctx has ended; a call in
+// flight holds Shutdown until it returns. The handler runs on a Server
+// worker, under the panic rule, with a context that carries ctx's
+// deadline, md (MetadataFrom), info and the Server (ShuttingDown), and
+// that ends when ctx ends, when the call returns, or when the Server
+// closes (Close). Invoke returns when the handler does, or as soon as ctx
+// ends or the Server closes, with that error: the handler may then go on,
+// with values the protocol never sees again.
+//
+// It returns the reply, a pointer of the method's Reply type, and the
+// reply metadata the handler set (SetReplyMetadata), even with an error;
+// err is nil or an *Error, in the words every path uses.
+func (s *Server) Invoke(ctx context.Context, info CallInfo, md Metadata, decode func(args any) error) (reply any, replyMD Metadata, err error) {
+	c, e := s.admitForeign(ctx, info, md, false)
+	if e != nil {
+		return nil, nil, e
+	}
+	args, rep := c.m.newPair()
+	if err := decode(args); err != nil {
+		s.gate.leave()
+		return nil, nil, decodeError(c.m.name, err)
+	}
+	c.args, c.reply = args, rep
+	s.work(c)
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		if !c.doneFirst() {
+			c.cancel(ctx.Err())
+			return nil, nil, ctxError(ctx)
+		}
+	case <-s.stopped.Signal():
+		if !c.doneFirst() {
+			c.cancel(context.Canceled)
+			return nil, nil, errStoppedForeign
+		}
+	}
+	if c.e != nil {
+		return nil, c.md, c.e
+	}
+	return c.reply, c.md, nil
+}
+
+// IncomingStream is a protocol's end of a stream that InvokeStream serves:
+// the caller's messages and the handler's. The handler's goroutine uses it,
+// one Receive and one Send at a time, and only until InvokeStream returns.
+type IncomingStream interface {
+	// Receive decodes the caller's next message into m, a pointer to a
+	// zero value of the method's Args type. It returns io.EOF once the
+	// caller has closed its side; any other error ends the handler's
+	// reading with that error (as an *Error with CodeInvalidArgument
+	// unless it is an *Error already).
+	Receive(m any) error
+	// Send sends m, a pointer of the method's Reply type, to the caller.
+	Send(m any) error
+}
+
+// InvokeStream runs a stream that a protocol of another package opened:
+// the stream of info.Method, whose messages go through end, under the
+// rules of Invoke (admission, CallInfo, metadata, the handler's context
+// and its end) and those of every stream (the stream interceptors, the
+// panic rule). It returns once the handler has returned — after ending
+// its context when ctx ends or the Server closes — so that end is never
+// used afterwards, with what ends the stream: the handler's error (nil, or
+// an *Error) and its reply metadata, for the protocol to send as the
+// stream's end. When ctx ended first, the error is ctx's.
+func (s *Server) InvokeStream(ctx context.Context, info CallInfo, md Metadata, end IncomingStream) (replyMD Metadata, err error) {
+	c, e := s.admitForeign(ctx, info, md, true)
+	if e != nil {
+		return nil, e
+	}
+	c.stream = &foreignEnd{call: c, end: end, in: c.m.stream.in}
+	s.work(c)
+	var why *Error
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		why = ctxError(ctx)
+		c.cancel(ctx.Err())
+	case <-s.stopped.Signal():
+		why = errStoppedForeign
+		c.cancel(context.Canceled)
+	}
+	<-c.done
+	if why != nil {
+		return c.md, why
+	}
+	return c.md, errOf(c.e)
+}
+
+// admitForeign enters the gate and routes the call of info.Method, or
+// returns why not; the caller leaves the gate when the call fails before
+// its handler is started, and serveIncoming leaves it otherwise.
+func (s *Server) admitForeign(ctx context.Context, info CallInfo, md Metadata, stream bool) (*foreignCall, *Error) {
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx)
+	}
+	if !s.gate.enter() {
+		return nil, errShuttingDown
+	}
+	m, e := s.route(info.Method, stream)
+	if e != nil {
+		s.gate.leave()
+		return nil, e
+	}
+	if len(md) == 0 {
+		md = nil // as the network delivers it
+	} else {
+		md = maps.Clone(md) // the protocol's map is its own
+	}
+	info.Method = m.name
+	return &foreignCall{callCtx: callCtx{md: md}, srv: s, parent: ctx, info: info, m: m, done: make(chan struct{})}, nil
+}
+
+// decodeError is the refusal of a call whose arguments the protocol could
+// not decode: its *Error as is, anything else in decodeArgs's words.
+func decodeError(name string, err error) *Error {
+	var e *Error
+	if errors.As(err, &e) && e != nil {
+		return &Error{Code: e.Code, Message: e.Message}
+	}
+	return &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding arguments of " + name + ": " + err.Error()}
+}
+
+// foreignCall is a call or stream of a foreign protocol, and its handler's
+// context: as serverCall, with the deadline of the protocol's context and
+// its end, which Invoke and InvokeStream pass on (cancel).
+type foreignCall struct {
+	callCtx
+	srv         *Server
+	parent      context.Context
+	info        CallInfo
+	m           *method
+	args, reply any
+	stream      *foreignEnd // nil for a unary call
+
+	done chan struct{} // closed by answer, once e and md are set
+	e    *Error
+	md   Metadata
+}
+
+// doneFirst reports whether the call was answered, for a waiter that saw
+// its context end at the same moment: the answer then wins.
+func (c *foreignCall) doneFirst() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// run serves the call on a worker (task).
+func (c *foreignCall) run() { c.srv.serveIncoming(c, c.m.name) }
+
+// handle runs the handler (incoming).
+func (c *foreignCall) handle() *Error {
+	if c.stream != nil {
+		return c.srv.invokeStream(c, c.m, c.stream)
+	}
+	return c.srv.invoke(c, c.m, c.args, c.reply)
+}
+
+// answer records the outcome for the waiting protocol (incoming).
+func (c *foreignCall) answer(e *Error) {
+	c.e, c.md = e, c.sealReply()
+	c.cancel(context.Canceled)
+	close(c.done)
+}
+
+// Value adds the call's CallInfo and its Server (ShuttingDown) to
+// callCtx's values.
+func (c *foreignCall) Value(key any) any { return c.handlerValue(key, c.describe, c.srv) }
+
+func (c *foreignCall) describe() *CallInfo {
+	ci := c.info
+	return &ci
+}
+
+func (c *foreignCall) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+func (c *foreignCall) String() string { return "dispatch.foreignCall" }
+
+// foreignEnd is the handler's end of a foreign protocol's stream
+// (handlerEnd): each message of the caller is decoded by the protocol into
+// one value of the method's In type, reused as ServerStream.Recv allows,
+// and handed to the handler by pointer.
+type foreignEnd struct {
+	call *foreignCall
+	end  IncomingStream
+	in   reflect.Type
+	msg  reflect.Value // a *In, made by the first next
+}
+
+func (f *foreignEnd) next() (flow.Item, error) {
+	if err := f.call.Err(); err != nil {
+		return flow.Item{}, toError(err)
+	}
+	if !f.msg.IsValid() {
+		f.msg = reflect.New(f.in)
+	} else {
+		f.msg.Elem().SetZero()
+	}
+	if err := f.end.Receive(f.msg.Interface()); err != nil {
+		if err == io.EOF {
+			return flow.Item{}, io.EOF
+		}
+		if f.call.Err() != nil {
+			// The caller is gone: its end failed for that.
+			return flow.Item{}, toError(f.call.Err())
+		}
+		var e *Error
+		if errors.As(err, &e) && e != nil {
+			return flow.Item{}, e
+		}
+		return flow.Item{}, &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding a message of " + f.call.m.name + ": " + err.Error()}
+	}
+	return flow.Item{Ptr: f.msg.Interface()}, nil
+}
+
+func (f *foreignEnd) send(m any) error {
+	if err := f.call.Err(); err != nil {
+		return err
+	}
+	if err := f.end.Send(m); err != nil {
+		if cerr := f.call.Err(); cerr != nil {
+			return cerr // the caller is gone: the context's error, as on every path
+		}
+		return err
+	}
+	return nil
+}
+
+func (f *foreignEnd) done() {}
+
+// codec is never used: every message is handed over decoded.
+func (f *foreignEnd) codec() codec.Codec { return codec.Msgpack }
