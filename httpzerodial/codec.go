@@ -1,0 +1,100 @@
+package httpzerodial
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/zerodial/transport/codec"
+)
+
+// message is a request or reply as connect-go carries it: one message's
+// bytes, in the codec named, which this package decodes into the method's
+// Go types itself, so that connect-go needs no schema.
+type message struct {
+	data  []byte
+	codec string
+}
+
+// passCodec is the connect.Codec of a codec name: it hands a message's
+// bytes through, and records which codec they are in.
+type passCodec struct{ name string }
+
+func (c passCodec) Name() string { return c.name }
+
+func (c passCodec) Marshal(v any) ([]byte, error) {
+	m, ok := v.(*message)
+	if !ok {
+		return nil, fmt.Errorf("httpzerodial: cannot marshal %T", v)
+	}
+	return m.data, nil
+}
+
+func (c passCodec) Unmarshal(data []byte, v any) error {
+	m, ok := v.(*message)
+	if !ok {
+		return fmt.Errorf("httpzerodial: cannot unmarshal into %T", v)
+	}
+	// connect-go reuses data once Unmarshal returns.
+	m.data = append(m.data[:0], data...)
+	m.codec = c.name
+	return nil
+}
+
+// noProto refuses Protobuf, which connect-go's clients choose by default:
+// a method's types are Go types, not Protobuf messages.
+type noProto struct{}
+
+func (noProto) Name() string { return "proto" }
+
+func (noProto) Marshal(any) ([]byte, error) { return nil, errNoProto }
+
+func (noProto) Unmarshal([]byte, any) error { return errNoProto }
+
+var errNoProto = fmt.Errorf("httpzerodial: Protobuf is not served; send JSON (application/json, +json) or msgpack (+msgpack)")
+
+// The codec names served: JSON (with the charset parameter Connect allows
+// on a unary call) and msgpack.
+const (
+	codecJSON        = "json"
+	codecJSONCharset = "json; charset=utf-8"
+	codecMsgpack     = "msgpack"
+)
+
+// codecOf returns the codec name of a request's Content-Type, for a stream,
+// whose messages say nothing of it before the first arrives:
+// "application/connect+json" and "application/grpc-web+msgpack; x=y" name
+// json and msgpack.
+func codecOf(contentType string) string {
+	ct, _, _ := strings.Cut(contentType, ";")
+	ct = strings.TrimSpace(strings.ToLower(ct))
+	if i := strings.LastIndexAny(ct, "+/"); i >= 0 {
+		ct = ct[i+1:]
+	}
+	if ct == codecMsgpack {
+		return codecMsgpack
+	}
+	return codecJSON
+}
+
+// decode decodes data, in the codec named, into v, a pointer to a method's
+// argument or message type. An empty message is the zero value, as a call
+// with nil arguments is on every path.
+func decode(name string, data []byte, v any) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if name == codecMsgpack {
+		return codec.Msgpack.Unmarshal(data, v)
+	}
+	return json.Unmarshal(data, v)
+}
+
+// encode encodes v, a pointer to a method's reply or message type, in the
+// codec named.
+func encode(name string, v any) ([]byte, error) {
+	if name == codecMsgpack {
+		return codec.Msgpack.Marshal(v)
+	}
+	return json.Marshal(v)
+}

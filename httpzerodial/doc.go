@@ -1,0 +1,42 @@
+// Package httpzerodial serves every method and stream of a dispatch.Server
+// over HTTP, through connect-go: the Connect protocol (a unary call is a
+// plain POST with a JSON body, which curl and a browser's fetch can make),
+// gRPC and gRPC-Web, over HTTP/1.1 and HTTP/2 (h2c or TLS).
+//
+// NewHandler returns an http.Handler that answers "/Service/Method" for
+// every method "Service.Method" the Server has — registered before or
+// after — with the method's own Go types, in JSON ("application/json",
+// "application/connect+json", "application/grpc+json", ...) or in msgpack
+// ("+msgpack"), the codec zerodial's wire uses. connect-go does all of the
+// protocols' work: envelopes, compression, timeouts from
+// Connect-Timeout-Ms and grpc-timeout, the error formats, headers and
+// trailers; this package decodes each message into the method's types and
+// hands the call to the Server (dispatch.Server.Invoke and InvokeStream),
+// so that it takes the same router, interceptor chains, panic rule, error
+// words and Shutdown as a call on any other path:
+//
+//   - A handler's CallInfo has Path dispatch.PathHTTP, the peer's address
+//     (RemoteAddr), the server's (LocalAddr) and, over HTTPS, the TLS state.
+//   - Request headers are the call's metadata (MetadataFrom), their names
+//     in lower case, several values joined by ", ", without the headers of
+//     HTTP and of the protocols themselves (Content-Type, Connect-*, Grpc-*,
+//     ...). Reply metadata (SetReplyMetadata) goes back as response headers
+//     of a unary call, and as trailers of a stream.
+//   - The handler's context carries the request's deadline and ends when
+//     the request does (the client went away, its deadline passed).
+//   - Codes map both ways by name: dispatch's codes are Connect's and
+//     gRPC's (ConnectCode, DispatchCode). A code of a handler's own that
+//     neither knows goes as unknown.
+//   - Once the Server's Shutdown has begun, new calls are answered with
+//     unavailable and the calls in flight finish; the http.Server's own
+//     Shutdown stops the HTTP side.
+//   - A message larger than the read limit (WithReadMaxBytes, by default
+//     the 4 MiB frame limit of zerodial's wire) is refused with
+//     resource_exhausted.
+//
+// A streaming method (dispatch.HandleStream) is served as a bidirectional
+// stream over HTTP/2, which carries every shape — server-, client- and
+// bidi-streaming — and as a server stream over HTTP/1.1 (one message from
+// the caller, any number back), since HTTP/1.1 cannot carry both
+// directions at once.
+package httpzerodial

@@ -1,0 +1,246 @@
+package httpzerodial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"connectrpc.com/connect"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/dispatch"
+)
+
+// Option configures a Handler.
+type Option func(*options)
+
+type options struct {
+	readMax int
+	connect []connect.HandlerOption
+}
+
+// WithReadMaxBytes bounds the size of one message a client sends (the
+// request of a unary call, each message of a stream), after
+// decompression; a larger one is refused with resource_exhausted. The
+// default is transport.DefaultMaxFrameSize, the limit of zerodial's wire;
+// n <= 0 keeps it.
+func WithReadMaxBytes(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.readMax = n
+		}
+	}
+}
+
+// WithConnectOptions passes options to connect-go's handlers: its
+// interceptors, compression, send limit (connect.WithSendMaxBytes), and so
+// on. Codecs are this package's to choose, and are not changed by them.
+func WithConnectOptions(opts ...connect.HandlerOption) Option {
+	return func(o *options) { o.connect = append(o.connect, opts...) }
+}
+
+// Handler serves a dispatch.Server's methods over HTTP (see the package
+// doc). It is safe for concurrent use.
+type Handler struct {
+	srv     *dispatch.Server
+	opts    []connect.HandlerOption
+	errors  *connect.ErrorWriter
+	methods sync.Map // name → *route, made on a method's first request
+}
+
+// route is a method's connect-go handlers. A Server's methods are never
+// unregistered, so one made stays right.
+type route struct {
+	unary  *connect.Handler // a unary method
+	bidi   *connect.Handler // a streaming method, over HTTP/2
+	server *connect.Handler // a streaming method, over HTTP/1.1
+}
+
+// NewHandler returns a Handler serving srv's methods — those registered
+// now and those registered later — at "/Service/Method". Mount it at the
+// root of an http.Server, or under a prefix with http.StripPrefix; serve
+// HTTP/2 without TLS too (Protocols) for gRPC and for streams in both
+// directions.
+func NewHandler(srv *dispatch.Server, opts ...Option) *Handler {
+	o := options{readMax: transport.DefaultMaxFrameSize}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	copts := append([]connect.HandlerOption(nil), o.connect...)
+	// After the caller's, so that they win over any codec given there.
+	copts = append(copts,
+		connect.WithReadMaxBytes(o.readMax),
+		connect.WithCodec(passCodec{codecJSON}),
+		connect.WithCodec(passCodec{codecJSONCharset}),
+		connect.WithCodec(passCodec{codecMsgpack}),
+		connect.WithCodec(noProto{}),
+	)
+	return &Handler{srv: srv, opts: copts, errors: connect.NewErrorWriter(copts...)}
+}
+
+// Protocols returns the protocols a plain-TCP http.Server should speak
+// for a Handler: HTTP/1.1 and unencrypted HTTP/2 (h2c, with prior
+// knowledge), which gRPC needs and which carries streams both ways. Over
+// TLS, Go's http.Server speaks HTTP/2 by default.
+func Protocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
+}
+
+// ServeHTTP serves one call or stream.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name, ok := methodName(r.URL.Path)
+	if !ok {
+		h.errors.Write(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf("httpzerodial: %q is not a method's path, /Service/Method", r.URL.Path)))
+		return
+	}
+	rt := h.route(name)
+	if rt == nil {
+		h.errors.Write(w, r, connect.NewError(connect.CodeNotFound, errors.New(h.notFound(name))))
+		return
+	}
+	r = r.WithContext(withPeer(r))
+	switch {
+	case rt.unary != nil:
+		rt.unary.ServeHTTP(w, r)
+	case r.ProtoMajor >= 2:
+		rt.bidi.ServeHTTP(w, r)
+	default:
+		rt.server.ServeHTTP(w, r)
+	}
+}
+
+// methodName returns the method a path names: "/Service/Method" is
+// "Service.Method".
+func methodName(path string) (string, bool) {
+	p, ok := strings.CutPrefix(path, "/")
+	if !ok {
+		return "", false
+	}
+	service, method, ok := strings.Cut(p, "/")
+	if !ok || service == "" || method == "" || strings.Contains(method, "/") || strings.Contains(method, ".") {
+		return "", false
+	}
+	return service + "." + method, true
+}
+
+// notFound words a missing method as the Server's router does.
+func (h *Handler) notFound(name string) string {
+	service := name[:strings.LastIndex(name, ".")]
+	for _, m := range h.srv.Methods() {
+		if strings.HasPrefix(m, service+".") && !strings.Contains(m[len(service)+1:], ".") {
+			return "rpc: can't find method " + name
+		}
+	}
+	return "rpc: can't find service " + name
+}
+
+// route returns the handlers of the method name, nil when the Server has
+// no such method.
+func (h *Handler) route(name string) *route {
+	if rt, ok := h.methods.Load(name); ok {
+		return rt.(*route)
+	}
+	info, ok := h.srv.Method(name)
+	if !ok {
+		return nil
+	}
+	dot := strings.LastIndex(name, ".")
+	procedure := "/" + name[:dot] + "/" + name[dot+1:]
+	rt := new(route)
+	if info.Stream {
+		rt.bidi = connect.NewBidiStreamHandler(procedure, h.bidi(name), h.opts...)
+		rt.server = connect.NewServerStreamHandler(procedure, h.serverStream(name), h.opts...)
+	} else {
+		rt.unary = connect.NewUnaryHandler(procedure, h.unary(name), h.opts...)
+	}
+	actual, _ := h.methods.LoadOrStore(name, rt)
+	return actual.(*route)
+}
+
+// unary serves a unary call of name.
+func (h *Handler) unary(name string) func(context.Context, *connect.Request[message]) (*connect.Response[message], error) {
+	return func(ctx context.Context, req *connect.Request[message]) (*connect.Response[message], error) {
+		in := req.Msg
+		cdc := in.codec
+		reply, md, err := h.srv.Invoke(ctx, callInfo(ctx, name), metadataFrom(req.Header()), func(args any) error {
+			return decode(cdc, in.data, args)
+		})
+		if err != nil {
+			return nil, connectError(err, md)
+		}
+		body, err := encode(cdc, reply)
+		if err != nil {
+			return nil, connectError(&dispatch.Error{Code: dispatch.CodeInternal, Message: "dispatch: encoding reply of " + name + ": " + err.Error()}, md)
+		}
+		res := connect.NewResponse(&message{data: body})
+		setMetadata(res.Header(), md)
+		return res, nil
+	}
+}
+
+// bidi serves a stream of name over HTTP/2: any number of messages each
+// way.
+func (h *Handler) bidi(name string) func(context.Context, *connect.BidiStream[message, message]) error {
+	return func(ctx context.Context, st *connect.BidiStream[message, message]) error {
+		end := &streamEnd{codec: codecOf(st.RequestHeader().Get("Content-Type")), receive: st.Receive, send: st.Send}
+		md, err := h.srv.InvokeStream(ctx, callInfo(ctx, name), metadataFrom(st.RequestHeader()), end)
+		setMetadata(st.ResponseTrailer(), md)
+		return connectError(err, nil)
+	}
+}
+
+// serverStream serves a stream of name over HTTP/1.1: the caller's one
+// message, and any number back.
+func (h *Handler) serverStream(name string) func(context.Context, *connect.Request[message], *connect.ServerStream[message]) error {
+	return func(ctx context.Context, req *connect.Request[message], st *connect.ServerStream[message]) error {
+		first := req.Msg
+		receive := func() (*message, error) {
+			if first == nil {
+				return nil, io.EOF
+			}
+			m := first
+			first = nil
+			return m, nil
+		}
+		end := &streamEnd{codec: req.Msg.codec, receive: receive, send: st.Send}
+		md, err := h.srv.InvokeStream(ctx, callInfo(ctx, name), metadataFrom(req.Header()), end)
+		setMetadata(st.ResponseTrailer(), md)
+		return connectError(err, nil)
+	}
+}
+
+// streamEnd is a connect-go stream as the Server's end of it
+// (dispatch.IncomingStream): each message decoded into the method's types
+// and encoded from them in the stream's codec.
+type streamEnd struct {
+	codec   string
+	receive func() (*message, error)
+	send    func(*message) error
+}
+
+func (s *streamEnd) Receive(v any) error {
+	m, err := s.receive()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return io.EOF
+		}
+		return dispatchError(err)
+	}
+	return decode(s.codec, m.data, v)
+}
+
+func (s *streamEnd) Send(v any) error {
+	body, err := encode(s.codec, v)
+	if err != nil {
+		return err
+	}
+	return s.send(&message{data: body})
+}

@@ -1,0 +1,132 @@
+package httpzerodial
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/zerodial/transport/dispatch"
+)
+
+// protocolHeaders are the request headers that belong to HTTP or to the
+// protocols connect-go speaks, never to a call's metadata.
+var protocolHeaders = map[string]bool{
+	"accept": true, "accept-encoding": true, "connection": true, "content-encoding": true,
+	"content-length": true, "content-type": true, "host": true, "keep-alive": true,
+	"proxy-authorization": true, "proxy-connection": true, "te": true, "trailer": true,
+	"transfer-encoding": true, "upgrade": true, "user-agent": true, "x-user-agent": true,
+	"x-grpc-web": true,
+}
+
+// reserved reports whether a header name (in lower case) is one the
+// protocols use: never metadata, either way.
+func reserved(name string) bool {
+	return protocolHeaders[name] || strings.HasPrefix(name, "connect-") || strings.HasPrefix(name, "grpc-") ||
+		strings.HasPrefix(name, "trailer-") || strings.HasPrefix(name, ":")
+}
+
+// metadataFrom returns the call's metadata from its request headers: each
+// header that is not the protocol's, its name in lower case, its values
+// joined by ", " (as HTTP allows a list to be folded); nil when none.
+func metadataFrom(h http.Header) dispatch.Metadata {
+	var md dispatch.Metadata
+	for k, vs := range h {
+		name := strings.ToLower(k)
+		if reserved(name) {
+			continue
+		}
+		if md == nil {
+			md = make(dispatch.Metadata)
+		}
+		md[name] = strings.Join(vs, ", ")
+	}
+	return md
+}
+
+// setMetadata writes reply metadata into response headers or trailers. A
+// key that is not a valid header name, or that the protocols reserve, and
+// a value that a header cannot carry, are left out: writing them would
+// break the response.
+func setMetadata(h http.Header, md dispatch.Metadata) {
+	for k, v := range md {
+		if !validName(k) || reserved(strings.ToLower(k)) || !validValue(v) {
+			continue
+		}
+		h.Set(k, v)
+	}
+}
+
+// validName reports whether k is an HTTP field name (RFC 9110's token).
+func validName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validValue reports whether v can be an HTTP field value: no control
+// characters but tab.
+func validValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// peer is what the http.Request says of the call's connection, which
+// connect-go's handlers do not pass on: it travels in the request's
+// context.
+type peer struct {
+	local, remote net.Addr
+	tls           *tls.ConnectionState
+}
+
+type peerKey struct{}
+
+// withPeer returns r's context with the description of its connection.
+func withPeer(r *http.Request) context.Context {
+	p := &peer{remote: addrOf(r.RemoteAddr), tls: r.TLS}
+	p.local, _ = r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return context.WithValue(r.Context(), peerKey{}, p)
+}
+
+// callInfo is the CallInfo of a call of name whose request context is ctx.
+func callInfo(ctx context.Context, name string) dispatch.CallInfo {
+	ci := dispatch.CallInfo{Method: name, Path: dispatch.PathHTTP}
+	if p, ok := ctx.Value(peerKey{}).(*peer); ok {
+		ci.LocalAddr, ci.RemoteAddr, ci.TLS = p.local, p.remote, p.tls
+	}
+	return ci
+}
+
+// addrOf returns http.Request's RemoteAddr as a net.Addr: a *net.TCPAddr
+// when it is "ip:port", as it is over TCP.
+func addrOf(s string) net.Addr {
+	if s == "" {
+		return nil
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return net.TCPAddrFromAddrPort(ap)
+	}
+	return remoteAddr(s)
+}
+
+// remoteAddr is a RemoteAddr that is not "ip:port" (a Unix socket's, say).
+type remoteAddr string
+
+func (a remoteAddr) Network() string { return "http" }
+func (a remoteAddr) String() string  { return string(a) }
