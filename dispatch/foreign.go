@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -56,15 +57,7 @@ func (s *Server) MethodInfos() []MethodInfo {
 	for _, m := range ms {
 		infos = append(infos, m.info())
 	}
-	slices.SortFunc(infos, func(a, b MethodInfo) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(infos, func(a, b MethodInfo) int { return cmp.Compare(a.Name, b.Name) })
 	return infos
 }
 
@@ -86,9 +79,9 @@ var errStoppedForeign = &Error{Code: CodeUnavailable, Message: "dispatch: server
 // context ending when ctx ends. info is the CallInfo the handler and the
 // interceptors see (CallInfoFrom); its Path says the protocol (PathHTTP).
 // decode is given a pointer to new arguments, of the method's Args type,
-// to decode the request into; an error from it refuses the call with
-// CodeInvalidArgument (or, when it is an *Error, with its code) before the
-// handler runs.
+// to decode the request into (nil decode leaves them zero); an error from
+// it refuses the call with CodeInvalidArgument (or, when it is an *Error,
+// with its code) before the handler runs.
 //
 // The call is refused with CodeUnavailable once the Server's Shutdown or
 // Close has begun, and with ctx's error when ctx has ended; a call in
@@ -108,12 +101,10 @@ func (s *Server) Invoke(ctx context.Context, info CallInfo, md Metadata, decode 
 	if e != nil {
 		return nil, nil, e
 	}
-	args, rep := c.m.newPair()
-	if err := decode(args); err != nil {
-		s.gate.leave()
-		return nil, nil, decodeError(c.m.name, err)
+	c.args, c.reply = c.m.newPair()
+	if e := c.decode(decode); e != nil {
+		return nil, nil, e
 	}
-	c.args, c.reply = args, rep
 	s.work(c)
 	select {
 	case <-c.done:
@@ -201,8 +192,26 @@ func (s *Server) admitForeign(ctx context.Context, info CallInfo, md Metadata, s
 	} else {
 		md = maps.Clone(md) // the protocol's map is its own
 	}
-	info.Method = m.name
 	return &foreignCall{callCtx: callCtx{md: md}, srv: s, parent: ctx, info: info, m: m, done: make(chan struct{})}, nil
+}
+
+// decode has the protocol decode the call's arguments; on failure, or if
+// decode panics, the call leaves the gate it entered, never to run.
+func (c *foreignCall) decode(decode func(args any) error) (e *Error) {
+	if decode == nil {
+		return nil // zero arguments
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			c.srv.gate.leave()
+		}
+	}()
+	if err := decode(c.args); err != nil {
+		return decodeError(c.m.name, err)
+	}
+	ok = true
+	return nil
 }
 
 // decodeError is the refusal of a call whose arguments the protocol could

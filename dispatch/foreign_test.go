@@ -162,6 +162,20 @@ func TestForeignInvokeRefusals(t *testing.T) {
 	_, _, err := srv.Invoke(ctx, foreignInfo("Arith.Add"), nil, noDecode)
 	assert.Equal(t, dispatch.CodeCanceled, codeOf(err), "a call whose context has ended is refused")
 	assert.False(t, ran)
+
+	// No decode: zero arguments.
+	reply, _, err := srv.Invoke(context.Background(), foreignInfo("Arith.Add"), nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 0, *reply.(*int))
+
+	// A decode that panics is the protocol's panic, and the call it
+	// admitted leaves: Shutdown does not wait for it.
+	assert.PanicsWithValue(t, "decoder bug", func() {
+		srv.Invoke(context.Background(), foreignInfo("Arith.Add"), nil, func(any) error { panic("decoder bug") })
+	})
+	shutCtx, shutCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer shutCancel()
+	assert.NoError(t, srv.Shutdown(shutCtx))
 }
 
 // blocker is a handler that waits for its context's end or its release,
