@@ -34,6 +34,13 @@
 //     the 4 MiB frame limit of zerodial's wire) is refused with
 //     resource_exhausted.
 //
+// Describe serves the list of the methods with the JSON Schema of what each
+// takes and gives, for a person with curl to know what to send. The health
+// service (package health) is a Server's methods like any, so it answers at
+// /Health/Check too. A Handler can share the port of zerodial's wire: an
+// http.Server serving the HTTP kinds of a fallback.Listener
+// (tcp.WithFallback) takes the HTTP/1.1 and h2c clients of that port.
+//
 // A streaming method (dispatch.HandleStream) is served as a bidirectional
 // stream over HTTP/2, which carries every shape — server-, client- and
 // bidi-streaming — and as a server stream over HTTP/1.1 (one message from
