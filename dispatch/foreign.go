@@ -159,11 +159,15 @@ func (s *Server) InvokeStream(ctx context.Context, info CallInfo, md Metadata, e
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-		why = ctxError(ctx)
-		c.cancel(ctx.Err())
+		if !c.doneFirst() {
+			why = ctxError(ctx)
+			c.cancel(ctx.Err())
+		}
 	case <-s.stopped.Signal():
-		why = errStoppedForeign
-		c.cancel(context.Canceled)
+		if !c.doneFirst() {
+			why = errStoppedForeign
+			c.cancel(context.Canceled)
+		}
 	}
 	<-c.done
 	if why != nil {
@@ -283,6 +287,17 @@ func (c *foreignCall) Deadline() (time.Time, bool) { return c.parent.Deadline() 
 
 func (c *foreignCall) String() string { return "dispatch.foreignCall" }
 
+// gone returns the error of the handler's context when the protocol's
+// context has ended (the caller is gone, its deadline passed), ending the
+// handler's context first if InvokeStream has not yet: the protocol's end
+// fails for that, and the handler must see why, as on every path.
+func (c *foreignCall) gone() error {
+	if err := c.parent.Err(); err != nil {
+		c.cancel(err)
+	}
+	return c.Err()
+}
+
 // foreignEnd is the handler's end of a foreign protocol's stream
 // (handlerEnd): each message of the caller is decoded by the protocol into
 // one value of the method's In type, reused as ServerStream.Recv allows,
@@ -307,9 +322,8 @@ func (f *foreignEnd) next() (flow.Item, error) {
 		if err == io.EOF {
 			return flow.Item{}, io.EOF
 		}
-		if f.call.Err() != nil {
-			// The caller is gone: its end failed for that.
-			return flow.Item{}, toError(f.call.Err())
+		if err := f.call.gone(); err != nil {
+			return flow.Item{}, toError(err)
 		}
 		var e *Error
 		if errors.As(err, &e) && e != nil {
@@ -325,8 +339,8 @@ func (f *foreignEnd) send(m any) error {
 		return err
 	}
 	if err := f.end.Send(m); err != nil {
-		if cerr := f.call.Err(); cerr != nil {
-			return cerr // the caller is gone: the context's error, as on every path
+		if cerr := f.call.gone(); cerr != nil {
+			return cerr // the context's error, as on every path
 		}
 		return err
 	}
