@@ -56,7 +56,7 @@ func (c *calc) seen() seen {
 }
 
 // newCalc registers the test service on srv.
-func newCalc(t *testing.T, srv *dispatch.Server) *calc {
+func newCalc(t testing.TB, srv *dispatch.Server) *calc {
 	c := &calc{ended: make(chan error, 4), started: make(chan struct{}, 4), release: make(chan struct{})}
 	require.NoError(t, dispatch.Handle(srv, "Calc.Add", func(ctx context.Context, a *Pair, r *int) error {
 		c.record(ctx)
@@ -140,7 +140,7 @@ func newCalc(t *testing.T, srv *dispatch.Server) *calc {
 
 // serve serves srv's methods on a loopback HTTP server speaking HTTP/1.1
 // and h2c, closed (and srv with it) when the test ends.
-func serve(t *testing.T, srv *dispatch.Server, opts ...httpzerodial.Option) *httptest.Server {
+func serve(t testing.TB, srv *dispatch.Server, opts ...httpzerodial.Option) *httptest.Server {
 	ts := httptest.NewUnstartedServer(httpzerodial.NewHandler(srv, opts...))
 	ts.Config.Protocols = httpzerodial.Protocols()
 	ts.Start()
@@ -168,7 +168,7 @@ var protocols = []protocol{
 
 // httpClient returns an HTTP client speaking HTTP/1.1, or h2c with prior
 // knowledge; its idle connections close when the test ends.
-func httpClient(t *testing.T, h2 bool) *http.Client {
+func httpClient(t testing.TB, h2 bool) *http.Client {
 	tr := &http.Transport{}
 	if h2 {
 		p := new(http.Protocols)
@@ -196,7 +196,7 @@ func (msgpackCodec) Unmarshal(b []byte, v any) error { return codec.Msgpack.Unma
 
 // client returns connect-go's generic client of the method at path
 // ("/Calc/Add") over p, in JSON unless other options say.
-func client[Req, Res any](t *testing.T, ts *httptest.Server, p protocol, path string, opts ...connect.ClientOption) *connect.Client[Req, Res] {
+func client[Req, Res any](t testing.TB, ts *httptest.Server, p protocol, path string, opts ...connect.ClientOption) *connect.Client[Req, Res] {
 	opts = append([]connect.ClientOption{connect.WithCodec(jsonCodec{})}, opts...)
 	if p.option != nil {
 		opts = append(opts, p.option)
