@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/zerodial/transport/codec"
 )
 
@@ -41,15 +43,27 @@ func (c passCodec) Unmarshal(data []byte, v any) error {
 	return nil
 }
 
-// noProto refuses Protobuf, which connect-go's clients choose by default:
-// a method's types are Go types, not Protobuf messages.
+// noProto refuses Protobuf for a method's messages, which connect-go's
+// clients send by default: a method's types are Go types, not Protobuf
+// messages. connect-go's own messages (a gRPC error's details) are
+// Protobuf's still, as connect-go asks of a codec named "proto".
 type noProto struct{}
 
 func (noProto) Name() string { return "proto" }
 
-func (noProto) Marshal(any) ([]byte, error) { return nil, errNoProto }
+func (noProto) Marshal(v any) ([]byte, error) {
+	if m, ok := v.(proto.Message); ok {
+		return proto.Marshal(m)
+	}
+	return nil, errNoProto
+}
 
-func (noProto) Unmarshal([]byte, any) error { return errNoProto }
+func (noProto) Unmarshal(data []byte, v any) error {
+	if m, ok := v.(proto.Message); ok {
+		return proto.Unmarshal(data, m)
+	}
+	return errNoProto
+}
 
 var errNoProto = fmt.Errorf("httpzerodial: Protobuf is not served; send JSON (application/json, +json) or msgpack (+msgpack)")
 

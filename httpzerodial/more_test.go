@@ -3,6 +3,7 @@ package httpzerodial_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/httpzerodial"
@@ -115,5 +117,48 @@ func TestReplyMetadataThatHeadersCannotCarry(t *testing.T) {
 		assert.Empty(t, res.Header().Get("Bad-Value"), p.name)
 		assert.Empty(t, res.Header().Get("Connect-Thing"), p.name)
 		assert.NotEqual(t, "text/plain", res.Header().Get("Content-Type"), p.name)
+	}
+}
+
+// detailing is a connect-go interceptor that adds a Protobuf detail to
+// every error: connect-go's own Protobuf, through the codec named "proto".
+type detailing struct{}
+
+func (detailing) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		res, err := next(ctx, req)
+		var ce *connect.Error
+		if errors.As(err, &ce) {
+			d, derr := connect.NewErrorDetail(wrapperspb.String("detail"))
+			if derr != nil {
+				return nil, derr
+			}
+			ce.AddDetail(d)
+		}
+		return res, err
+	}
+}
+
+func (detailing) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (detailing) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+func TestConnectOptionsAndErrorDetails(t *testing.T) {
+	srv := dispatch.NewServer()
+	newCalc(t, srv)
+	ts := serve(t, srv, httpzerodial.WithConnectOptions(connect.WithInterceptors(detailing{})))
+	for _, p := range protocols {
+		_, err := client[Pair, int](t, ts, p, "/Calc/Fail").CallUnary(context.Background(), connect.NewRequest(&Pair{}))
+		assert.Equal(t, connect.CodeFailedPrecondition, codeOf(t, err), p.name)
+		var ce *connect.Error
+		require.ErrorAs(t, err, &ce)
+		require.Len(t, ce.Details(), 1, p.name)
+		v, err := ce.Details()[0].Value()
+		require.NoError(t, err, p.name)
+		assert.Equal(t, "detail", v.(*wrapperspb.StringValue).GetValue(), p.name)
 	}
 }
