@@ -45,5 +45,8 @@
 // stream over HTTP/2, which carries every shape — server-, client- and
 // bidi-streaming — and as a server stream over HTTP/1.1 (one message from
 // the caller, any number back), since HTTP/1.1 cannot carry both
-// directions at once.
+// directions at once. A Connect request in the other shape than its
+// method's (a unary call of a streaming method, a stream of a unary one)
+// is refused by dispatch's shape rule, in its words; a gRPC request does
+// not say its shape, and connect-go answers it.
 package httpzerodial

@@ -107,6 +107,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = r.WithContext(withPeer(r))
+	if unary, ok := connectShape(r.Header.Get("Content-Type")); ok && unary != (rt.unary != nil) {
+		// A Connect call of the other shape: refused in the words of
+		// dispatch's shape rule, as on every path, where connect-go would
+		// answer only that the content type is not the method's.
+		h.errors.Write(w, r, connectError(h.shapeRefusal(r, name, unary), nil))
+		return
+	}
 	switch {
 	case rt.unary != nil:
 		rt.unary.ServeHTTP(w, r)
@@ -116,6 +123,45 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.server.ServeHTTP(w, r)
 	}
 }
+
+// connectShape tells, from a request's Content-Type, whether a Connect
+// protocol request is a unary call ("application/json") or a stream
+// ("application/connect+json"); ok is false for gRPC and gRPC-Web, whose
+// requests do not say.
+func connectShape(contentType string) (unary, ok bool) {
+	ct, _, _ := strings.Cut(contentType, ";")
+	ct = strings.ToLower(strings.TrimSpace(ct))
+	sub, found := strings.CutPrefix(ct, "application/")
+	switch {
+	case !found || strings.HasPrefix(sub, "grpc"):
+		return false, false
+	case strings.HasPrefix(sub, "connect+"):
+		return false, true
+	}
+	return true, true
+}
+
+// shapeRefusal asks the Server to take a call of name in the shape the
+// request has (unary or not), which its shape rule refuses: its error, or
+// unavailable while it shuts down, in its own words. No handler runs.
+func (h *Handler) shapeRefusal(r *http.Request, name string, unary bool) error {
+	ctx, info := r.Context(), callInfo(r.Context(), name)
+	if unary {
+		_, _, err := h.srv.Invoke(ctx, info, nil, func(any) error { return errShape })
+		return err
+	}
+	_, err := h.srv.InvokeStream(ctx, info, nil, refusedStream{})
+	return err
+}
+
+// errShape and refusedStream stand for a call's arguments and a stream's
+// messages, which the shape rule refuses before any is read.
+var errShape = errors.New("httpzerodial: a call of the other shape")
+
+type refusedStream struct{}
+
+func (refusedStream) Receive(any) error { return errShape }
+func (refusedStream) Send(any) error    { return errShape }
 
 // methodName returns the method a path names: "/Service/Method" is
 // "Service.Method".
