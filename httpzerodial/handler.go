@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -124,45 +123,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// connectShape tells, from a request's Content-Type, whether a Connect
-// protocol request is a unary call ("application/json") or a stream
-// ("application/connect+json"); ok is false for gRPC and gRPC-Web, whose
-// requests do not say.
-func connectShape(contentType string) (unary, ok bool) {
-	ct, _, _ := strings.Cut(contentType, ";")
-	ct = strings.ToLower(strings.TrimSpace(ct))
-	sub, found := strings.CutPrefix(ct, "application/")
-	switch {
-	case !found || strings.HasPrefix(sub, "grpc"):
-		return false, false
-	case strings.HasPrefix(sub, "connect+"):
-		return false, true
-	}
-	return true, true
-}
-
-// shapeRefusal asks the Server to take a call of name in the shape the
-// request has (unary or not), which its shape rule refuses: its error, or
-// unavailable while it shuts down, in its own words. No handler runs.
-func (h *Handler) shapeRefusal(r *http.Request, name string, unary bool) error {
-	ctx, info := r.Context(), callInfo(r.Context(), name)
-	if unary {
-		_, _, err := h.srv.Invoke(ctx, info, nil, func(any) error { return errShape })
-		return err
-	}
-	_, err := h.srv.InvokeStream(ctx, info, nil, refusedStream{})
-	return err
-}
-
-// errShape and refusedStream stand for a call's arguments and a stream's
-// messages, which the shape rule refuses before any is read.
-var errShape = errors.New("httpzerodial: a call of the other shape")
-
-type refusedStream struct{}
-
-func (refusedStream) Receive(any) error { return errShape }
-func (refusedStream) Send(any) error    { return errShape }
-
 // methodName returns the method a path names: "/Service/Method" is
 // "Service.Method".
 func methodName(path string) (string, bool) {
@@ -230,63 +190,4 @@ func (h *Handler) unary(name string) func(context.Context, *connect.Request[mess
 		setMetadata(res.Header(), md)
 		return res, nil
 	}
-}
-
-// bidi serves a stream of name over HTTP/2: any number of messages each
-// way.
-func (h *Handler) bidi(name string) func(context.Context, *connect.BidiStream[message, message]) error {
-	return func(ctx context.Context, st *connect.BidiStream[message, message]) error {
-		end := &streamEnd{codec: codecOf(st.RequestHeader().Get("Content-Type")), receive: st.Receive, send: st.Send}
-		md, err := h.srv.InvokeStream(ctx, callInfo(ctx, name), metadataFrom(st.RequestHeader()), end)
-		setMetadata(st.ResponseTrailer(), md)
-		return connectError(err, nil)
-	}
-}
-
-// serverStream serves a stream of name over HTTP/1.1: the caller's one
-// message, and any number back.
-func (h *Handler) serverStream(name string) func(context.Context, *connect.Request[message], *connect.ServerStream[message]) error {
-	return func(ctx context.Context, req *connect.Request[message], st *connect.ServerStream[message]) error {
-		first := req.Msg
-		receive := func() (*message, error) {
-			if first == nil {
-				return nil, io.EOF
-			}
-			m := first
-			first = nil
-			return m, nil
-		}
-		end := &streamEnd{codec: req.Msg.codec, receive: receive, send: st.Send}
-		md, err := h.srv.InvokeStream(ctx, callInfo(ctx, name), metadataFrom(req.Header()), end)
-		setMetadata(st.ResponseTrailer(), md)
-		return connectError(err, nil)
-	}
-}
-
-// streamEnd is a connect-go stream as the Server's end of it
-// (dispatch.IncomingStream): each message decoded into the method's types
-// and encoded from them in the stream's codec.
-type streamEnd struct {
-	codec   string
-	receive func() (*message, error)
-	send    func(*message) error
-}
-
-func (s *streamEnd) Receive(v any) error {
-	m, err := s.receive()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return io.EOF
-		}
-		return dispatchError(err)
-	}
-	return decode(s.codec, m.data, v)
-}
-
-func (s *streamEnd) Send(v any) error {
-	body, err := encode(s.codec, v)
-	if err != nil {
-		return err
-	}
-	return s.send(&message{data: body})
 }

@@ -1,0 +1,68 @@
+package httpzerodial
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"connectrpc.com/connect"
+)
+
+// bidi serves a stream of name over HTTP/2: any number of messages each
+// way.
+func (h *Handler) bidi(name string) func(context.Context, *connect.BidiStream[message, message]) error {
+	return func(ctx context.Context, st *connect.BidiStream[message, message]) error {
+		end := &streamEnd{codec: codecOf(st.RequestHeader().Get("Content-Type")), receive: st.Receive, send: st.Send}
+		md, err := h.srv.InvokeStream(ctx, callInfo(ctx, name), metadataFrom(st.RequestHeader()), end)
+		setMetadata(st.ResponseTrailer(), md)
+		return connectError(err, nil)
+	}
+}
+
+// serverStream serves a stream of name over HTTP/1.1: the caller's one
+// message, and any number back.
+func (h *Handler) serverStream(name string) func(context.Context, *connect.Request[message], *connect.ServerStream[message]) error {
+	return func(ctx context.Context, req *connect.Request[message], st *connect.ServerStream[message]) error {
+		first := req.Msg
+		receive := func() (*message, error) {
+			if first == nil {
+				return nil, io.EOF
+			}
+			m := first
+			first = nil
+			return m, nil
+		}
+		end := &streamEnd{codec: req.Msg.codec, receive: receive, send: st.Send}
+		md, err := h.srv.InvokeStream(ctx, callInfo(ctx, name), metadataFrom(req.Header()), end)
+		setMetadata(st.ResponseTrailer(), md)
+		return connectError(err, nil)
+	}
+}
+
+// streamEnd is a connect-go stream as the Server's end of it
+// (dispatch.IncomingStream): each message decoded into the method's types
+// and encoded from them in the stream's codec.
+type streamEnd struct {
+	codec   string
+	receive func() (*message, error)
+	send    func(*message) error
+}
+
+func (s *streamEnd) Receive(v any) error {
+	m, err := s.receive()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return io.EOF
+		}
+		return dispatchError(err)
+	}
+	return decode(s.codec, m.data, v)
+}
+
+func (s *streamEnd) Send(v any) error {
+	body, err := encode(s.codec, v)
+	if err != nil {
+		return err
+	}
+	return s.send(&message{data: body})
+}
