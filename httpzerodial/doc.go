@@ -1,7 +1,9 @@
 // Package httpzerodial serves every method and stream of a dispatch.Server
 // over HTTP, through connect-go: the Connect protocol (a unary call is a
-// plain POST with a JSON body, which curl can make), gRPC and gRPC-Web,
-// over HTTP/1.1 and HTTP/2 (h2c or TLS).
+// plain POST with a JSON body, which curl and a web page's fetch can make),
+// gRPC and gRPC-Web, over HTTP/1.1 and HTTP/2 (h2c or TLS). The tests call
+// it with connect-go's and grpc-go's clients, the curl binary, and a page in
+// a headless Chromium (where the machine has one).
 //
 // NewHandler returns an http.Handler that answers "/Service/Method" for
 // every method "Service.Method" the Server has — registered before or
