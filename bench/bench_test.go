@@ -77,6 +77,7 @@ var implOrder = []string{
 	"floor-chan",
 	"floor-tcp",
 	"floor-tcp-relay",
+	"floor-yamux",
 }
 
 var (

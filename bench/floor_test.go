@@ -161,28 +161,32 @@ func setupFloorTCP(tb testing.TB, sz size) func() callFunc {
 	lb := newLoopback(tb, func(c net.Conn, wg *sync.WaitGroup) {
 		wg.Go(func() { serveRawTCP(c, sz.n) })
 	})
-	return func() callFunc {
-		c := lb.dial(tb)
-		buf := make([]byte, 16)
-		return func(_ context.Context, m method, args, reply any) error {
-			if err := writeRawRequest(c, buf, m, args); err != nil {
+	return func() callFunc { return rawCaller(lb.dial(tb)) }
+}
+
+// rawCaller makes floor-tcp's calls on c: the request's raw bytes written,
+// the reply's read back (a payload into a new slice, as decoding into a
+// zeroed reply must). floor-yamux makes the same calls on a yamux stream.
+func rawCaller(c net.Conn) callFunc {
+	buf := make([]byte, 16)
+	return func(_ context.Context, m method, args, reply any) error {
+		if err := writeRawRequest(c, buf, m, args); err != nil {
+			return err
+		}
+		switch m {
+		case multiply:
+			if _, err := io.ReadFull(c, buf[:8]); err != nil {
 				return err
 			}
-			switch m {
-			case multiply:
-				if _, err := io.ReadFull(c, buf[:8]); err != nil {
-					return err
-				}
-				reply.(*Product).P = int64(binary.LittleEndian.Uint64(buf[:8]))
-			case echo:
-				out := make([]byte, len(args.(*Payload).Data))
-				if _, err := io.ReadFull(c, out); err != nil {
-					return err
-				}
-				reply.(*Payload).Data = out
+			reply.(*Product).P = int64(binary.LittleEndian.Uint64(buf[:8]))
+		case echo:
+			out := make([]byte, len(args.(*Payload).Data))
+			if _, err := io.ReadFull(c, out); err != nil {
+				return err
 			}
-			return nil
+			reply.(*Payload).Data = out
 		}
+		return nil
 	}
 }
 

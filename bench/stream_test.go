@@ -50,6 +50,7 @@ var streamOrder = []string{
 	"drpc-tcp",
 	"floor-chan",
 	"floor-iterpull",
+	"floor-yamux",
 }
 
 var (
