@@ -263,7 +263,8 @@ func TestGarbageClientIsolated(t *testing.T) {
 // frame closes the stream, so the peer's Recv fails instead of waiting for
 // the rest of the frame forever.
 func TestWriteTimeoutClosesStream(t *testing.T) {
-	tr := newTransport(t)
+	// yamux's smallest window, so that a message of 1 MiB does not fit.
+	tr := newTransport(t, WithStreamWindow(MinStreamWindow))
 	l := listen(t, tr)
 	acc := acceptOne(l)
 	c := dial(t, tr, l.Addr().String())

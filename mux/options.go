@@ -37,9 +37,10 @@ const (
 	// the peer to close its end before it is reset. yamux uses five
 	// minutes; a shorter wait frees the stream's receive buffer sooner.
 	DefaultStreamCloseTimeout = time.Minute
-	// DefaultStreamWindow is the largest receive window of one stream, and
-	// the smallest yamux accepts.
-	DefaultStreamWindow = 256 << 10
+	// MinStreamWindow is the smallest receive window of one stream that
+	// yamux accepts (its own default), and so the smallest WithStreamWindow
+	// accepts.
+	MinStreamWindow = 256 << 10
 	// DefaultStreamLimit is how many streams one session may have open at
 	// once (yamux has no limit). It bounds what one peer can make this end
 	// hold: every stream costs memory and, on a listener, usually a
@@ -62,8 +63,10 @@ type config struct {
 	// session, never here, so the template is never handed to yamux.
 	yamux       yamux.Config
 	streamLimit int
-	streamWin   int64
-	dial        DialFunc
+	// streamWin is WithStreamWindow's, 0 when not given: then
+	// streamWindow follows the frame limit.
+	streamWin int64
+	dial      DialFunc
 }
 
 func defaultConfig() config {
@@ -78,7 +81,6 @@ func defaultConfig() config {
 			StreamCloseTimeout:     DefaultStreamCloseTimeout,
 		},
 		streamLimit: DefaultStreamLimit,
-		streamWin:   DefaultStreamWindow,
 		dial:        (&net.Dialer{}).DialContext,
 	}
 }
@@ -93,7 +95,7 @@ func (c *config) validate() error {
 	}
 	// yamux wants exactly one log destination, which every session gets.
 	y := c.yamux
-	y.MaxStreamWindowSize = uint32(c.streamWin)
+	y.MaxStreamWindowSize = c.streamWindow()
 	y.Logger = discardLogger{}
 	y.LogOutput = nil
 	if err := yamux.VerifyConfig(&y); err != nil {
@@ -102,11 +104,34 @@ func (c *config) validate() error {
 	return nil
 }
 
+// streamWindow returns the largest receive window of one stream:
+// WithStreamWindow's, or by default the frame limit plus windowHeadroom, so
+// that a message of any size the limit allows crosses in one window, with
+// no wait part way for the reader to open it further. yamux's own 256 KiB
+// made a 1 MiB message wait for the reader three or four times on its way,
+// each wait a window update's round trip and a yamux frame more (bench's
+// BenchmarkUnary/zerodial-mux/1MiB: about twice tcp's time). The window
+// costs nothing while a stream is idle: yamux allocates a stream's receive
+// buffer as data arrives and streamConn hands it back once drained
+// (shrinkAfter); a reader that lags may hold up to a window, as it may hold
+// a frame of the limit's size anyway.
+func (c *config) streamWindow() uint32 {
+	if c.streamWin > 0 {
+		return uint32(c.streamWin)
+	}
+	return uint32(min(max(int64(c.MaxFrameSize)+windowHeadroom, MinStreamWindow), math.MaxUint32))
+}
+
+// windowHeadroom is what the default window holds beyond the frame limit:
+// a frame's prefix and header block, and small messages queued behind a
+// frame of the limit's size.
+const windowHeadroom = 64 << 10
+
 // sessionConfig returns a fresh yamux configuration for one session. yamux
 // keeps the pointer for the session's life, so sessions never share one.
 func (c *config) sessionConfig(l yamux.Logger) *yamux.Config {
 	y := c.yamux
-	y.MaxStreamWindowSize = uint32(c.streamWin)
+	y.MaxStreamWindowSize = c.streamWindow()
 	y.Logger = l
 	y.LogOutput = nil
 	return &y
@@ -316,13 +341,16 @@ func WithWriteTimeout(d time.Duration) Option {
 // WithStreamWindow sets the largest receive window of one stream, in bytes:
 // how much a peer may send before the reader catches up. A larger window
 // speeds bulk transfers over links with a long round trip, at the cost of
-// up to that much memory per stream whose reader lags. The minimum, and the
-// default, is 256 KiB, and the maximum math.MaxUint32; outside those bounds
-// Dial and Listen fail.
+// up to that much memory per stream whose reader lags; a message larger
+// than the window waits part way for the reader. By default the window is
+// the frame limit (WithMaxFrameSize; 4 MiB by default) plus 64 KiB, so that
+// any message the limit allows crosses in one window. The minimum is
+// MinStreamWindow (256 KiB, yamux's own default), the maximum
+// math.MaxUint32; outside those bounds Dial and Listen fail.
 func WithStreamWindow(bytes int) Option {
 	return option(func(c *config) {
-		if bytes < DefaultStreamWindow || uint64(bytes) > math.MaxUint32 {
-			c.Invalid("WithStreamWindow", bytes, fmt.Sprintf("must be between %d (yamux's minimum) and %d", DefaultStreamWindow, uint64(math.MaxUint32)))
+		if bytes < MinStreamWindow || uint64(bytes) > math.MaxUint32 {
+			c.Invalid("WithStreamWindow", bytes, fmt.Sprintf("must be between %d (yamux's minimum) and %d", MinStreamWindow, uint64(math.MaxUint32)))
 			return
 		}
 		c.streamWin = int64(bytes)
