@@ -27,6 +27,17 @@ const readBufferSize = 16 << 10
 // costs a second buffer but no copy.
 const copyLimit = 32 << 10
 
+// JoinedWriter is a connection that writes a frame's head and a large body
+// best as one write of its own making, rather than as the two writes
+// net.Buffers makes of them on anything but a TCP connection. A mux stream
+// is one: each write is a yamux frame, and a head sent apart from its body
+// costs a frame of its own and leaves the peer's receive buffer sized for
+// the head, to be grown step by step as the body arrives. WriteJoined
+// reports how many bytes of head and body, counted together, were written.
+type JoinedWriter interface {
+	WriteJoined(head, body []byte) (int, error)
+}
+
 // Socket is a transport.Socket of frames over a net.Conn: a TCP or TLS
 // connection, or a yamux stream.
 type Socket struct {
@@ -302,6 +313,10 @@ func (s *Socket) send(m *transport.Message, hl int) (err error) {
 		buf = append(buf, m.Body...)
 		var w int
 		w, err = s.conn.Write(buf)
+		n = int64(w)
+	} else if jw, ok := s.conn.(JoinedWriter); ok {
+		var w int
+		w, err = jw.WriteJoined(buf, m.Body)
 		n = int64(w)
 	} else {
 		bufs := net.Buffers{buf, m.Body}
