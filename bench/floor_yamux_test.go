@@ -18,7 +18,7 @@ import (
 // bytes to the stream's reader, its window updates. zerodial-mux,
 // netrpc-yamux and msgpackrpc-yamux all run over yamux, so this, not
 // floor-tcp, is the least they can cost. Both sessions use yamux's default
-// configuration (yamuxConfig), as Consul and Nomad do.
+// configuration (yamuxConfig), as netrpc-yamux and msgpackrpc-yamux do.
 
 func init() {
 	register("floor-yamux", setupFloorYamux)
