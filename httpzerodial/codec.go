@@ -105,10 +105,14 @@ func decode(name string, data []byte, v any) error {
 }
 
 // encode encodes v, a pointer to a method's reply or message type, in the
-// codec named.
+// codec named, into bytes of its own. connect-go takes what Marshal
+// returns into its buffer pool (and compresses out of it), so the bytes
+// must not be the handler's: msgpack's Marshal hands a []byte or codec.Raw
+// back as it is, where AppendMarshal to nil copies it (and encodes anything
+// else straight into a new slice, as Marshal would).
 func encode(name string, v any) ([]byte, error) {
 	if name == codecMsgpack {
-		return codec.Msgpack.Marshal(v)
+		return codec.Msgpack.(codec.Appender).AppendMarshal(nil, v)
 	}
 	return json.Marshal(v)
 }
