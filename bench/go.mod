@@ -4,15 +4,18 @@ go 1.26.0
 
 replace (
 	github.com/zerodial/transport => ../
+	github.com/zerodial/transport/httpzerodial => ../httpzerodial
 	github.com/zerodial/transport/otelzerodial => ../otelzerodial
 )
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/fullstorydev/grpchan v1.1.2
 	github.com/hashicorp/go-msgpack/v2 v2.1.5
 	github.com/hashicorp/net-rpc-msgpackrpc/v2 v2.0.0
 	github.com/hashicorp/yamux v0.1.2
 	github.com/zerodial/transport v0.0.0-00010101000000-000000000000
+	github.com/zerodial/transport/httpzerodial v0.0.0-00010101000000-000000000000
 	github.com/zerodial/transport/otelzerodial v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
 	go.opentelemetry.io/otel v1.47.0
@@ -22,6 +25,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	google.golang.org/grpc v1.85.0
+	google.golang.org/protobuf v1.36.12
 	storj.io/drpc v1.0.0
 )
 
@@ -46,5 +50,4 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )
