@@ -35,6 +35,9 @@ var impls = []struct{ name, family string }{
 	{"grpc-tcp-otel", "peer"},
 	{"grpc-bufconn", "peer"},
 	{"grpc-inproc", "peer"},
+	{"zerodial-http-connect", "zerodial"},
+	{"zerodial-http-grpc", "zerodial"},
+	{"connect-native", "peer"},
 	{"floor-reflect", "floor"},
 	{"floor-chan", "floor"},
 	{"floor-tcp", "floor"},
@@ -91,6 +94,9 @@ var streams = []string{
 	"grpc-bufconn",
 	"grpc-inproc",
 	"drpc-tcp",
+	"zerodial-http-connect",
+	"zerodial-http-grpc",
+	"connect-native",
 	"floor-chan",
 	"floor-iterpull",
 	"floor-yamux",
@@ -402,6 +408,7 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 	}
 
 	writeMigration(p, s)
+	writeHTTP(p, s)
 	writeCPU(p, s)
 	writeConcurrency(p, s)
 	writeIdle(p, s)
