@@ -2,7 +2,6 @@ package httpzerodial_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -178,13 +177,6 @@ func httpClient(t testing.TB, h2 bool) *http.Client {
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
 }
-
-// jsonCodec is a connect-go codec for Go types in JSON: a client's.
-type jsonCodec struct{}
-
-func (jsonCodec) Name() string                    { return "json" }
-func (jsonCodec) Marshal(v any) ([]byte, error)   { return json.Marshal(v) }
-func (jsonCodec) Unmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // msgpackCodec is a connect-go codec for Go types in msgpack, zerodial's
 // codec.
