@@ -76,6 +76,7 @@ var implOrder = []string{
 	"zerodial-http-connect",
 	"zerodial-http-grpc",
 	"connect-native",
+	"connect-native-grpc",
 	"floor-reflect",
 	"floor-chan",
 	"floor-tcp",

@@ -39,6 +39,9 @@ import (
 //     wrapperspb.BytesValue, real generated protobuf: the 16-byte request
 //     is A and B as little-endian int64s, the reply the 8-byte product,
 //     the arithmetic done on the bytes as floor-tcp does.
+//   - connect-native-grpc: the same native handler called over the gRPC
+//     protocol on h2c, in protobuf: zerodial-http-grpc's twin, the same
+//     client, protocol and HTTP/2 without httpzerodial.
 //
 // Every client turns off gzip, which connect-go's clients accept by
 // default and its handlers then use on every reply and message however
@@ -60,7 +63,12 @@ func init() {
 		return connectCaller(connect.NewClient[Args, Product](httpBenchClient(tb, true), ts.URL+"/Arith/Multiply",
 			connect.WithCodec(benchMsgpack{}), connect.WithGRPC(), noGzip))
 	}, size16)
-	register("connect-native", setupConnectNative, size16)
+	register("connect-native", func(tb testing.TB, _ size) func() callFunc {
+		return setupConnectNative(tb, false)
+	}, size16)
+	register("connect-native-grpc", func(tb testing.TB, _ size) func() callFunc {
+		return setupConnectNative(tb, true, connect.WithGRPC())
+	}, size16)
 
 	registerStream("zerodial-http-connect", func(tb testing.TB) streamFunc {
 		ts := serveHTTPZerodial(tb)
@@ -72,7 +80,12 @@ func init() {
 		return connectStream(connect.NewClient[int64, []byte](httpBenchClient(tb, true), ts.URL+"/Stream/Flow",
 			connect.WithCodec(benchMsgpack{}), connect.WithGRPC(), noGzip))
 	})
-	registerStream("connect-native", setupConnectNativeStream)
+	registerStream("connect-native", func(tb testing.TB) streamFunc {
+		return setupConnectNativeStream(tb, false)
+	})
+	registerStream("connect-native-grpc", func(tb testing.TB) streamFunc {
+		return setupConnectNativeStream(tb, true, connect.WithGRPC())
+	})
 }
 
 // noGzip removes gzip from what a connect-go client accepts, so that the
@@ -179,8 +192,9 @@ func connectStream(c *connect.Client[int64, []byte]) streamFunc {
 
 // setupConnectNative serves Arith.Multiply with connect-go's own handler
 // of protobuf messages and calls it with connect-go's client in protobuf
-// (connect-go's default codec), over the Connect protocol on HTTP/1.1.
-func setupConnectNative(tb testing.TB, _ size) func() callFunc {
+// (connect-go's default codec), with the client options given, over h2c
+// or HTTP/1.1.
+func setupConnectNative(tb testing.TB, h2 bool, opts ...connect.ClientOption) func() callFunc {
 	mux := http.NewServeMux()
 	mux.Handle("/Arith/Multiply", connect.NewUnaryHandler("/Arith/Multiply",
 		func(_ context.Context, req *connect.Request[wrapperspb.BytesValue]) (*connect.Response[wrapperspb.BytesValue], error) {
@@ -198,7 +212,8 @@ func setupConnectNative(tb testing.TB, _ size) func() callFunc {
 			return connect.NewResponse(&wrapperspb.BytesValue{Value: binary.LittleEndian.AppendUint64(nil, uint64(reply.P))}), nil
 		}))
 	ts := serveHTTP(tb, mux, func() {})
-	c := connect.NewClient[wrapperspb.BytesValue, wrapperspb.BytesValue](httpBenchClient(tb, false), ts.URL+"/Arith/Multiply", noGzip)
+	c := connect.NewClient[wrapperspb.BytesValue, wrapperspb.BytesValue](httpBenchClient(tb, h2), ts.URL+"/Arith/Multiply",
+		append(opts, noGzip)...)
 	call := func(ctx context.Context, m method, args, reply any) error {
 		if m != multiply {
 			return fmt.Errorf("bench: the HTTP rows make 16B calls only")
@@ -224,9 +239,9 @@ func setupConnectNative(tb testing.TB, _ size) func() callFunc {
 // setupConnectNativeStream serves Stream.Flow with connect-go's own server
 // stream handler of protobuf messages (an Int64Value in, BytesValues out,
 // a new one for each message as a generated server makes them) and
-// receives it with connect-go's client, over the Connect protocol on
-// HTTP/1.1.
-func setupConnectNativeStream(tb testing.TB) streamFunc {
+// receives it with connect-go's client, with the client options given, over
+// h2c or HTTP/1.1.
+func setupConnectNativeStream(tb testing.TB, h2 bool, opts ...connect.ClientOption) streamFunc {
 	mux := http.NewServeMux()
 	mux.Handle("/Stream/Flow", connect.NewServerStreamHandler("/Stream/Flow",
 		func(_ context.Context, req *connect.Request[wrapperspb.Int64Value], st *connect.ServerStream[wrapperspb.BytesValue]) error {
@@ -240,7 +255,8 @@ func setupConnectNativeStream(tb testing.TB) streamFunc {
 			return nil
 		}))
 	ts := serveHTTP(tb, mux, func() {})
-	c := connect.NewClient[wrapperspb.Int64Value, wrapperspb.BytesValue](httpBenchClient(tb, false), ts.URL+"/Stream/Flow", noGzip)
+	c := connect.NewClient[wrapperspb.Int64Value, wrapperspb.BytesValue](httpBenchClient(tb, h2), ts.URL+"/Stream/Flow",
+		append(opts, noGzip)...)
 	return func(ctx context.Context, n int) (int, error) {
 		st, err := c.CallServerStream(ctx, connect.NewRequest(wrapperspb.Int64(int64(n))))
 		if err != nil {

@@ -51,6 +51,7 @@ var streamOrder = []string{
 	"zerodial-http-connect",
 	"zerodial-http-grpc",
 	"connect-native",
+	"connect-native-grpc",
 	"floor-chan",
 	"floor-iterpull",
 	"floor-yamux",
