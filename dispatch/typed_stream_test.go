@@ -1,0 +1,279 @@
+package dispatch_test
+
+import (
+	"context"
+	"iter"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport/dispatch"
+)
+
+// Descriptors of the three stream shapes, registered by registerTypedStreams.
+var (
+	// typedCount sends A, A+1, … B numbers; a negative B fails after them.
+	typedCount = dispatch.NewServerStreamMethod[Args, int]("Typed.Count")
+	// typedSum sums what it receives; a negative number fails it.
+	typedSum = dispatch.NewClientStreamMethod[int, Reply]("Typed.Sum")
+	// typedEcho answers each message with it in upper case.
+	typedEcho = dispatch.NewBidiStreamMethod[string, string]("Typed.Echo")
+)
+
+func registerTypedStreams(srv *dispatch.Server) error {
+	err := typedCount.Handle(srv, func(ctx context.Context, args *Args, out *dispatch.Sender[int]) error {
+		n := args.B
+		for i := range max(n, -n) {
+			v := args.A + i
+			if err := out.Send(&v); err != nil {
+				return err
+			}
+		}
+		if n < 0 {
+			return &dispatch.Error{Code: dispatch.CodeOutOfRange, Message: "typed: negative count"}
+		}
+		return nil
+	}, dispatch.Borrows())
+	if err != nil {
+		return err
+	}
+	err = typedSum.Handle(srv, func(ctx context.Context, in *dispatch.Receiver[int], reply *Reply) error {
+		for v, err := range in.Recv() {
+			if err != nil {
+				return err
+			}
+			if *v < 0 {
+				return &dispatch.Error{Code: dispatch.CodeOutOfRange, Message: "typed: negative number"}
+			}
+			reply.X += *v
+			reply.List = append(reply.List, *v)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return typedEcho.Handle(srv, func(ctx context.Context, s *dispatch.ServerStream[string, string]) error {
+		for m, err := range s.Recv() {
+			if err != nil {
+				return err
+			}
+			up := strings.ToUpper(*m)
+			if err := s.Send(&up); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// streamPaths runs f on each path of typedPaths that carries streams, its
+// Servers with the stream methods registered.
+func streamPaths(t *testing.T, f func(t *testing.T, e typedEnv)) {
+	for _, p := range typedPaths() {
+		t.Run(p.name, func(t *testing.T) {
+			e := p.setup(t)
+			if !e.streams {
+				t.Skip("net/rpc codecs carry no streams")
+			}
+			e.register(t, registerTyped)
+			e.register(t, registerTypedStreams)
+			f(t, e)
+		})
+	}
+}
+
+// TestTypedServerStream: the handler receives its request as an argument;
+// Call and Open yield its messages and then its error, with a context that
+// can end and one that cannot (the shortcut's fast path); a caller by name
+// reaches the same handler.
+func TestTypedServerStream(t *testing.T) {
+	streamPaths(t, func(t *testing.T, e typedEnv) {
+		for _, ctx := range []context.Context{t.Context(), context.Background()} {
+			got, err := collect(typedCount.Call(ctx, e.client, Args{10, 3}))
+			require.NoError(t, err)
+			assert.Equal(t, []int{10, 11, 12}, got)
+
+			got, err = collect(typedCount.Call(ctx, e.client, Args{5, -2}))
+			assert.Equal(t, []int{5, 6}, got)
+			assert.Equal(t, dispatch.CodeOutOfRange, codeOf(err), "%v", err)
+
+			s, err := typedCount.Open(ctx, e.client, Args{1, 4})
+			require.NoError(t, err)
+			got, err = collect(s.Recv())
+			require.NoError(t, err)
+			assert.Equal(t, []int{1, 2, 3, 4}, got)
+
+			got, err = collect(dispatch.CallStream[Args, int](ctx, e.client, typedCount.Name(), &Args{7, 2}))
+			require.NoError(t, err)
+			assert.Equal(t, []int{7, 8}, got)
+		}
+	})
+}
+
+// TestTypedServerStreamOpen: Open returns once the server has taken the
+// stream, before the handler sends anything; what the server refuses the
+// stream with, Open returns; a caller closing the stream mid-way ends the
+// handler's context.
+func TestTypedServerStreamOpen(t *testing.T) {
+	streamPaths(t, func(t *testing.T, e typedEnv) {
+		held := func(name string) (m *dispatch.ServerStreamMethod[Args, int], started chan Args, release chan struct{}, ended chan error) {
+			m = dispatch.NewServerStreamMethod[Args, int](name)
+			started, release, ended = make(chan Args, 2), make(chan struct{}), make(chan error, 2)
+			e.register(t, func(srv *dispatch.Server) error {
+				return m.Handle(srv, func(ctx context.Context, args *Args, out *dispatch.Sender[int]) error {
+					started <- *args
+					select {
+					case <-release:
+					case <-ctx.Done():
+						ended <- ctx.Err()
+						return ctx.Err()
+					}
+					return out.Send(&args.A)
+				})
+			})
+			return m, started, release, ended
+		}
+		m, started, release, _ := held("Typed.Held")
+		s, err := m.Open(t.Context(), e.client, Args{3, 4})
+		require.NoError(t, err) // while the handler holds its messages back
+		assert.Equal(t, Args{3, 4}, recv(t, started, waitLong, "the handler's start"))
+		close(release)
+		got, err := collect(s.Recv())
+		require.NoError(t, err)
+		assert.Equal(t, []int{3}, got)
+
+		// Closed mid-way: the handler's context ends.
+		m, started, _, ended := held("Typed.Closed")
+		s, err = m.Open(t.Context(), e.client, Args{1, 1})
+		require.NoError(t, err)
+		recv(t, started, waitLong, "the handler's start")
+		require.NoError(t, s.Close())
+		assert.ErrorIs(t, recv(t, ended, waitLong, "the handler's end"), context.Canceled)
+
+		missing := dispatch.NewServerStreamMethod[Args, int]("Typed.Missing")
+		s, err = missing.Open(t.Context(), e.client, Args{})
+		assert.Nil(t, s)
+		assert.Equal(t, dispatch.CodeNotFound, codeOf(err), "%v", err)
+
+		unary := dispatch.NewServerStreamMethod[Args, Reply](typedFill.Name())
+		us, err := unary.Open(t.Context(), e.client, Args{})
+		assert.Nil(t, us)
+		assert.Equal(t, dispatch.CodeInvalidArgument, codeOf(err), "%v", err)
+		assert.ErrorContains(t, err, "not a streaming method")
+
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		s, err = typedCount.Open(ctx, e.client, Args{1, 1})
+		assert.Nil(t, s)
+		assert.Equal(t, dispatch.CodeCanceled, codeOf(err), "%v", err)
+	})
+}
+
+// TestTypedServerStreamMisuse: a caller by name that sends no request gets
+// CodeInvalidArgument, and the handler does not run; a caller whose
+// request the handler cannot decode gets the decoding error an untyped
+// stream gets.
+func TestTypedServerStreamMisuse(t *testing.T) {
+	streamPaths(t, func(t *testing.T, e typedEnv) {
+		s, err := dispatch.OpenStream[Args, int](t.Context(), e.client, typedCount.Name())
+		require.NoError(t, err)
+		require.NoError(t, s.CloseSend())
+		got, err := collect(s.Recv())
+		assert.Empty(t, got)
+		assert.Equal(t, dispatch.CodeInvalidArgument, codeOf(err), "%v", err)
+		assert.ErrorContains(t, err, "Typed.Count: the stream carried no request")
+
+		wrong := dispatch.NewServerStreamMethod[string, int](typedCount.Name())
+		got, err = collect(wrong.Call(t.Context(), e.client, "ten"))
+		assert.Empty(t, got)
+		assert.Equal(t, dispatch.CodeInvalidArgument, codeOf(err), "%v", err)
+		_, untyped := collect(dispatch.CallStream[string, int](t.Context(), e.client, typedCount.Name(), new("ten")))
+		assert.Equal(t, untyped, err)
+	})
+}
+
+// TestTypedClientStream: the caller sends any number of messages and gets
+// the one reply, or the handler's error; a stream that ends without a
+// reply, or with two, fails with CodeInternal.
+func TestTypedClientStream(t *testing.T) {
+	streamPaths(t, func(t *testing.T, e typedEnv) {
+		s, err := typedSum.Open(t.Context(), e.client)
+		require.NoError(t, err)
+		for i := 1; i <= 4; i++ {
+			require.NoError(t, s.Send(&i))
+		}
+		r, err := s.CloseAndRecv()
+		require.NoError(t, err)
+		assert.Equal(t, Reply{X: 10, List: []int{1, 2, 3, 4}}, r)
+
+		s, err = typedSum.Open(t.Context(), e.client)
+		require.NoError(t, err)
+		r, err = s.CloseAndRecv() // no message: the zero sum
+		require.NoError(t, err)
+		assert.Equal(t, Reply{}, r)
+
+		s, err = typedSum.Open(t.Context(), e.client)
+		require.NoError(t, err)
+		_ = s.Send(new(-1)) // may fail once the handler has ended: CloseAndRecv says why
+		r, err = s.CloseAndRecv()
+		assert.Zero(t, r)
+		assert.Equal(t, dispatch.CodeOutOfRange, codeOf(err), "%v", err)
+
+		for name, replies := range map[string]int{"Typed.None": 0, "Typed.Two": 2} {
+			e.register(t, func(srv *dispatch.Server) error {
+				return dispatch.HandleStream(srv, name, func(ctx context.Context, s *dispatch.ServerStream[int, Reply]) error {
+					for range replies {
+						if err := s.Send(&Reply{X: 1}); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			})
+			s, err := dispatch.NewClientStreamMethod[int, Reply](name).Open(t.Context(), e.client)
+			require.NoError(t, err)
+			r, err := s.CloseAndRecv()
+			assert.Zero(t, r)
+			assert.Equal(t, dispatch.CodeInternal, codeOf(err), "%v", err)
+			want := map[int]string{0: "the stream ended without a reply", 2: "more than one reply"}[replies]
+			assert.ErrorContains(t, err, name+": "+want)
+		}
+
+		missing := dispatch.NewClientStreamMethod[int, Reply]("Typed.Missing")
+		s, err = missing.Open(t.Context(), e.client)
+		require.NoError(t, err) // what the server says, CloseAndRecv returns
+		_, err = s.CloseAndRecv()
+		assert.Equal(t, dispatch.CodeNotFound, codeOf(err), "%v", err)
+
+		s, err = typedSum.Open(t.Context(), e.client)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		_, err = s.CloseAndRecv()
+		assert.Error(t, err)
+	})
+}
+
+// TestTypedBidiStream: both ends typed by one declaration, messages each
+// way in turn.
+func TestTypedBidiStream(t *testing.T) {
+	streamPaths(t, func(t *testing.T, e typedEnv) {
+		s, err := typedEcho.Open(t.Context(), e.client)
+		require.NoError(t, err)
+		defer s.Close()
+		next, stop := iter.Pull2(s.Recv())
+		defer stop()
+		for _, w := range []string{"one", "two", "three"} {
+			require.NoError(t, s.Send(&w))
+			got, err, ok := next()
+			require.True(t, ok)
+			require.NoError(t, err)
+			assert.Equal(t, strings.ToUpper(w), *got)
+		}
+		require.NoError(t, s.CloseSend())
+		_, err, ok := next()
+		assert.False(t, ok, "%v", err)
+	})
+}
