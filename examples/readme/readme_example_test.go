@@ -395,3 +395,72 @@ func Example_migrate() {
 	// zerodial client: 42 <nil>
 	// to rpc.Server: 20 <nil>
 }
+
+// Declared once, where the server and every caller see them: a method's
+// name and types, checked by the compiler at both ends.
+var (
+	Multiply = dispatch.NewMethod[Args, int]("Arith.Multiply")
+	Watch    = dispatch.NewServerStreamMethod[Quote, Tick]("Prices.Watch")
+)
+
+type Quote struct{ Symbol string }
+
+type Tick struct {
+	Symbol string
+	Price  int
+}
+
+// Typed calls: the server registers a handler for a descriptor, the client
+// calls it, with no method name to misspell and no reply type to get wrong.
+func Example_typed() {
+	ctx := context.Background()
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	err := Multiply.Handle(srv, func(ctx context.Context, args *Args, reply *int) error {
+		*reply = args.A * args.B
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = Watch.Handle(srv, func(ctx context.Context, q *Quote, out *dispatch.Sender[Tick]) error {
+		for price := 101; price <= 102; price++ { // the request is an argument; messages go out typed
+			if err := out.Send(&Tick{Symbol: q.Symbol, Price: price}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr := memory.New()
+	l, _ := tr.Listen("prices")
+	if err := srv.Start(l); err != nil {
+		log.Fatal(err)
+	}
+	c, err := dispatch.Dial(ctx, tr, "prices")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	n, err := Multiply.Call(ctx, c, Args{6, 7}) // n is an int
+	fmt.Println(n, err)
+
+	s, err := Watch.Open(ctx, c, Quote{Symbol: "ZD"}) // returns once the server has taken the stream
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	for t, err := range s.Recv() {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(t.Symbol, t.Price)
+	}
+	// Output:
+	// 42 <nil>
+	// ZD 101
+	// ZD 102
+}
