@@ -17,9 +17,14 @@ var (
 
 // BenchmarkTypedCall is BenchmarkCall through descriptors: each row beside
 // the untyped row of the same path and method (BenchmarkCall's), in one
-// run. On shortcut-direct, Gen.Add's untyped row is the bar.
+// run, on paths, the netrpc path (a Client from DialCodec) and a Client of
+// two replicas. On shortcut-direct, Gen.Add's untyped row is the bar.
 func BenchmarkTypedCall(b *testing.B) {
-	benchTyped(b, context.Background(), paths)
+	ps := pathsAndNetRPC()
+	ps = append(ps, path{"replicas", func(t testing.TB, _ ...setupOption) *env {
+		return &env{client: replicasEnv(t).client}
+	}})
+	benchTyped(b, context.Background(), ps)
 }
 
 // BenchmarkTypedCallDeadline is BenchmarkCallDeadline through descriptors:

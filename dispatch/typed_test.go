@@ -52,11 +52,11 @@ func typedPaths() []struct {
 	return append(ps, struct {
 		name  string
 		setup func(t *testing.T) typedEnv
-	}{"replicas", replicasEnv})
+	}{"replicas", func(t *testing.T) typedEnv { return replicasEnv(t) }})
 }
 
 // replicasEnv serves two test Servers on tcp, called by one Client of both.
-func replicasEnv(t *testing.T) typedEnv {
+func replicasEnv(t testing.TB) typedEnv {
 	tr := tcp.New()
 	var e typedEnv
 	var addrs []string
