@@ -134,24 +134,6 @@ func finished(end callerEnd, err error) bool {
 	return errors.Is(err, ErrStreamDone) && end.ended()
 }
 
-// established waits until the server has taken the stream of end, or
-// returns why not. A network stream learns it from the server's first
-// window, which the server sends when it takes the stream (WIRE.md,
-// Streams), and before which one message may go: it waits for it. On the
-// shortcut the Server has taken or refused the stream when it opened.
-func established(end callerEnd) error {
-	for {
-		switch e := end.(type) {
-		case *endHooked: // interceptors, replicas
-			end = e.callerEnd
-		case *clientStream:
-			return e.out.Announced(e)
-		default:
-			return nil
-		}
-	}
-}
-
 // ServerStreamCall is a caller's end of a server-streaming method opened by
 // ServerStreamMethod.Open: the handler's messages, and Close.
 type ServerStreamCall[Out any] struct {
@@ -209,9 +191,11 @@ func (m *ClientStreamMethod[In, R]) Handle(srv *Server, fn func(ctx context.Cont
 }
 
 // Open opens the stream. It fails only for what this end knows (a closed
-// Client, an ended ctx, a failed Dial), as OpenStream does; what the server
-// says, CloseAndRecv returns. The returned stream must be finished with
-// CloseAndRecv or closed.
+// Client, an ended ctx, a failed Dial), as OpenStream does, and returns
+// without waiting for the server, so that the first message goes with the
+// opening; what the server says, CloseAndRecv returns, and Established
+// waits for. The returned stream must be finished with CloseAndRecv or
+// closed.
 func (m *ClientStreamMethod[In, R]) Open(ctx context.Context, c *Client) (*ClientStreamCall[In, R], error) {
 	s, err := OpenStream[In, R](ctx, c, m.name)
 	if err != nil {
@@ -231,6 +215,12 @@ type ClientStreamCall[In, R any] struct {
 // stream has ended: CloseAndRecv returns why (the handler's error, when it
 // failed).
 func (s *ClientStreamCall[In, R]) Send(m *In) error { return s.s.Send(m) }
+
+// Established waits until the server has taken the stream, as
+// Stream.Established does: nil once the handler runs, or why not (the
+// server's refusal, ctx's end, a failed connection). It may be called
+// before the first Send, or between Sends, but not beside one.
+func (s *ClientStreamCall[In, R]) Established() error { return s.s.Established() }
 
 // CloseAndRecv closes the caller's side and waits for the reply: the
 // handler's reply, or the handler's error, or the stream's failure (ctx's
@@ -288,7 +278,8 @@ func (m *BidiStreamMethod[In, Out]) Handle(srv *Server, fn func(ctx context.Cont
 	return HandleStream(srv, m.name, fn, opts...)
 }
 
-// Open opens the stream: OpenStream[In, Out](ctx, c, m.Name()).
+// Open opens the stream: OpenStream[In, Out](ctx, c, m.Name()). It does
+// not wait for the server; the stream's Established does.
 func (m *BidiStreamMethod[In, Out]) Open(ctx context.Context, c *Client) (*Stream[In, Out], error) {
 	return OpenStream[In, Out](ctx, c, m.name)
 }

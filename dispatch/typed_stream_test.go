@@ -4,12 +4,16 @@ import (
 	"context"
 	"iter"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/internal/rpcwire"
+	"github.com/zerodial/transport/memory"
 )
 
 // Descriptors of the three stream shapes, registered by registerTypedStreams.
@@ -276,4 +280,124 @@ func TestTypedBidiStream(t *testing.T) {
 		_, err, ok := next()
 		assert.False(t, ok, "%v", err)
 	})
+}
+
+// TestTypedStreamEstablished: a bidirectional or client stream's
+// Established returns nil once the server has taken the stream, before
+// any message, and the server's refusal otherwise, on every path.
+func TestTypedStreamEstablished(t *testing.T) {
+	streamPaths(t, func(t *testing.T, e typedEnv) {
+		s, err := typedEcho.Open(t.Context(), e.client)
+		require.NoError(t, err)
+		require.NoError(t, s.Established())
+		w := "after"
+		require.NoError(t, s.Send(&w))
+		require.NoError(t, s.CloseSend())
+		got, err := collect(s.Recv())
+		require.NoError(t, err)
+		assert.Equal(t, []string{"AFTER"}, got)
+		require.NoError(t, s.Established(), "taken, then ended: it was established")
+
+		cs, err := typedSum.Open(t.Context(), e.client)
+		require.NoError(t, err)
+		require.NoError(t, cs.Established())
+		require.NoError(t, cs.Send(new(5)))
+		require.NoError(t, cs.Established(), "between Sends")
+		r, err := cs.CloseAndRecv()
+		require.NoError(t, err)
+		assert.Equal(t, 5, r.X)
+
+		missing, err := dispatch.NewBidiStreamMethod[string, string]("Typed.Missing").Open(t.Context(), e.client)
+		require.NoError(t, err) // OpenStream does not wait
+		err = missing.Established()
+		assert.Equal(t, dispatch.CodeNotFound, codeOf(err), "%v", err)
+		_, recvErr := collect(missing.Recv())
+		assert.Equal(t, err, recvErr, "Recv yields the refusal Established returned")
+
+		unary, err := dispatch.NewClientStreamMethod[int, Reply](typedFill.Name()).Open(t.Context(), e.client)
+		require.NoError(t, err)
+		err = unary.Established()
+		assert.Equal(t, dispatch.CodeInvalidArgument, codeOf(err), "%v", err)
+		require.NoError(t, unary.Close())
+	})
+}
+
+// slowServer takes a stream's open frame and answers nothing until told:
+// then it sends the stream's first window, as a server that takes the
+// stream does, and ends it. It reports the open frame's Seq.
+func slowServer(t *testing.T, l transport.Listener, opened chan<- string, take <-chan struct{}) {
+	sock, err := l.Accept()
+	if err != nil {
+		return
+	}
+	defer sock.Close()
+	var m transport.Message
+	for m.Header[rpcwire.Stream] != rpcwire.StreamOpen {
+		if err := sock.Recv(&m); err != nil {
+			return
+		}
+	}
+	seq := m.Header[rpcwire.Seq]
+	opened <- seq
+	<-take
+	_ = sock.Send(&transport.Message{Header: map[string]string{rpcwire.Seq: seq, rpcwire.Stream: rpcwire.StreamWindow, rpcwire.Window: "65536"}})
+	_ = sock.Send(&transport.Message{Header: map[string]string{rpcwire.Seq: seq, rpcwire.Stream: rpcwire.StreamEnd}})
+	for sock.Recv(&m) == nil { // until the caller goes
+	}
+}
+
+// TestTypedStreamWaitsForServer: on the network, Established and a server
+// stream's Open wait for the server to take the stream, not less — the
+// caller's first message goes before — and give up when ctx ends.
+func TestTypedStreamWaitsForServer(t *testing.T) {
+	for _, how := range []string{"Established", "Open", "ctx ends"} {
+		t.Run(how, func(t *testing.T) {
+			tr := memory.New()
+			l, err := tr.Listen("")
+			require.NoError(t, err)
+			defer l.Close()
+			opened, take := make(chan string, 1), make(chan struct{})
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				slowServer(t, l, opened, take)
+			}()
+			defer func() { <-served }()
+			takeIt := sync.OnceFunc(func() { close(take) })
+			defer takeIt() // first, so that the server goes on if the test fails
+			c, err := dispatch.Dial(t.Context(), tr, l.Addr().String())
+			require.NoError(t, err)
+			defer c.Close()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+
+			done := make(chan error, 1)
+			switch how {
+			case "Established", "ctx ends":
+				s, err := typedEcho.Open(ctx, c)
+				require.NoError(t, err)
+				defer s.Close()
+				w := "first"
+				require.NoError(t, s.Send(&w), "one message goes before the server's window")
+				go func() { done <- s.Established() }()
+			case "Open":
+				go func() {
+					s, err := typedCount.Open(ctx, c, Args{1, 1})
+					if err == nil {
+						defer s.Close()
+					}
+					done <- err
+				}()
+			}
+			recv(t, opened, waitLong, "the open frame")
+			quiet(t, done, "established before the server took the stream")
+			if how == "ctx ends" {
+				cancel()
+				assert.Equal(t, dispatch.CodeCanceled, codeOf(recv(t, done, waitLong, "Established's return")))
+				return
+			}
+			takeIt()
+			assert.NoError(t, recv(t, done, waitLong, "the stream established"))
+		})
+	}
 }

@@ -9,16 +9,16 @@ package flow
 // must not run beside an Acquire.
 func (c *Credit) Announced(w Waiter) error {
 	for {
-		if err := w.Check(); err != nil {
-			return err
-		}
 		c.mu.Lock()
 		known, err := c.known, c.err
 		c.mu.Unlock()
 		switch {
-		case known:
+		case known: // even if the stream has ended since: it was taken
 			return nil
 		case err != nil:
+			return err
+		}
+		if err := w.Check(); err != nil {
 			return err
 		}
 		if err := w.Wait(c.wake); err != nil {

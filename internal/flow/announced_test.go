@@ -44,4 +44,6 @@ func TestCreditAnnounced(t *testing.T) {
 	close(w.stop)
 	require.Equal(t, errStop, result(t, done))
 	require.NoError(t, c.Acquire(1, now{}), "Announced took no credit")
+	c.Grant(10)
+	require.NoError(t, c.Announced(w), "announced, then the waiter stopped: it was announced")
 }
