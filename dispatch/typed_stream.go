@@ -104,10 +104,12 @@ func (m *ServerStreamMethod[A, Out]) Call(ctx context.Context, c *Client, args A
 // that a caller can tell a stream established (a watch subscribed, say)
 // from one still on its way. What the server refuses the stream with (no
 // such method, a method that is not streaming, shutting down, too many
-// calls), what ends ctx, or a failed connection, Open returns as its error.
-// A stream whose handler ended without error before Open could see it
-// taken is returned, and its Recv yields what the handler sent. The
-// returned stream must be ranged to its end or closed.
+// calls), what ends ctx, or a failed connection, Open returns as its error
+// — and so does the error of a handler that failed before taking its
+// request (one registered by name, with HandleStream). A stream whose
+// handler ended without error before Open could see it taken is returned,
+// and its Recv yields what the handler sent. The returned stream must be
+// ranged to its end or closed.
 func (m *ServerStreamMethod[A, Out]) Open(ctx context.Context, c *Client, args A) (*ServerStreamCall[Out], error) {
 	s, err := OpenStream[A, Out](ctx, c, m.name)
 	if err != nil {
