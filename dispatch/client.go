@@ -313,6 +313,12 @@ func (c *Client) call(ctx context.Context, serviceMethod string, args, reply any
 	if err := checkReply(reply); err != nil {
 		return err
 	}
+	return c.callChecked(ctx, serviceMethod, args, reply, info)
+}
+
+// callChecked is call for a reply known to be a non-nil pointer (a typed
+// call's), which needs no check by reflection.
+func (c *Client) callChecked(ctx context.Context, serviceMethod string, args, reply any, info *CallInfo) error {
 	if c.set != nil {
 		return c.set.call(ctx, serviceMethod, args, reply, info)
 	}

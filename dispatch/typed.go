@@ -119,7 +119,7 @@ func (m *Method[A, R]) Call(ctx context.Context, c *Client, args A) (R, error) {
 		p = new(typedPair[A, R])
 	}
 	p.a = args
-	err := c.call(ctx, m.name, &p.a, &p.r, nil)
+	err := c.callChecked(ctx, m.name, &p.a, &p.r, nil) // &p.r is a non-nil pointer
 	r := p.r
 	*p = typedPair[A, R]{} // keep nothing of the caller's alive in the pool
 	m.pairs.Put(p)
