@@ -78,7 +78,7 @@ func ExampleNewServerStreamMethod() {
 	srv := dispatch.NewServer()
 	defer srv.Close()
 	published := make(chan int)
-	err := exampleWatch.Handle(srv, func(ctx context.Context, q *Query, out *dispatch.Sender[Event]) error {
+	err := exampleWatch.Handle(srv, func(ctx context.Context, q *Query, out dispatch.Sender[Event]) error {
 		for n := range published {
 			if err := out.Send(&Event{Topic: q.Topic, N: n}); err != nil {
 				return err
@@ -129,7 +129,7 @@ func ExampleNewClientStreamMethod() {
 	ctx := context.Background()
 	srv := dispatch.NewServer()
 	defer srv.Close()
-	err := exampleSum.Handle(srv, func(ctx context.Context, in *dispatch.Receiver[int], sum *int) error {
+	err := exampleSum.Handle(srv, func(ctx context.Context, in dispatch.Receiver[int], sum *int) error {
 		for n, err := range in.Recv() {
 			if err != nil {
 				return err

@@ -11,28 +11,23 @@ import (
 // and OpenStream (stream.go), whose rules (flow control, the end, the
 // context, Borrows' rendezvous) hold unchanged.
 
-// Sender is the sending half a typed stream handler is given: the handler
-// of a server-streaming method sends its messages with it.
-type Sender[T any] struct {
-	s interface{ Send(*T) error }
+// Sender is what the handler of a server-streaming method sends its
+// messages with: its stream (a *ServerStream), whose Send blocks while the
+// caller's window is full, fails once the stream's context has ended, sends
+// a zero message for a nil m, and lets m be reused when it returns. An
+// interface, so that a handler can be tested with a Sender of its own.
+type Sender[T any] interface {
+	Send(m *T) error
 }
 
-// Send sends m, as ServerStream.Send does: it blocks while the peer's
-// window is full, fails once the stream's context has ended, sends a zero
-// message for a nil m, and m may be reused when it returns.
-func (s *Sender[T]) Send(m *T) error { return s.s.Send(m) }
-
-// Receiver is the receiving half a typed stream handler is given: the
-// handler of a client-streaming method reads the caller's messages with it.
-type Receiver[T any] struct {
-	s interface{ Recv() iter.Seq2[*T, error] }
+// Receiver is what the handler of a client-streaming method reads the
+// caller's messages with: its stream (a *ServerStream), whose Recv yields
+// them in order, ends once the caller has closed its side, yields a failure
+// once as (nil, err), and reuses the *T yielded at the next iteration. An
+// interface, so that a handler can be tested with a Receiver of its own.
+type Receiver[T any] interface {
+	Recv() iter.Seq2[*T, error]
 }
-
-// Recv yields the caller's messages in order, as ServerStream.Recv does:
-// the range ends once the caller has closed its side, a failure is yielded
-// once as (nil, err), and the *T yielded is valid only until the next
-// iteration.
-func (r *Receiver[T]) Recv() iter.Seq2[*T, error] { return r.s.Recv() }
 
 // ServerStreamMethod describes a server-streaming method: one request of
 // type A, then any number of messages of type Out from the handler.
@@ -72,7 +67,7 @@ func errNoRequest(name string) *Error {
 // ends the stream. args is valid until fn returns. A caller that closes
 // its side without a request gets CodeInvalidArgument, and fn does not
 // run; messages after the first are not read.
-func (m *ServerStreamMethod[A, Out]) Handle(srv *Server, fn func(ctx context.Context, args *A, out *Sender[Out]) error, opts ...RegisterOption) error {
+func (m *ServerStreamMethod[A, Out]) Handle(srv *Server, fn func(ctx context.Context, args *A, out Sender[Out]) error, opts ...RegisterOption) error {
 	if fn == nil {
 		return fmt.Errorf("dispatch: HandleStream %s: nil function", m.name)
 	}
@@ -84,7 +79,7 @@ func (m *ServerStreamMethod[A, Out]) Handle(srv *Server, fn func(ctx context.Con
 			}
 			// Inside the range, so that args stays the caller's (or the
 			// stream's buffer) until fn returns.
-			return fn(ctx, args, &Sender[Out]{s: s})
+			return fn(ctx, args, s)
 		}
 		return errNoRequest(name)
 	}, opts...)
@@ -179,13 +174,13 @@ func (m *ClientStreamMethod[In, R]) String() string { return m.name }
 // (same rules, same options). fn reads the caller's messages from in and
 // fills reply; when it returns nil, the reply is sent and the stream ends,
 // and when it fails, its error ends the stream instead (no reply is sent).
-func (m *ClientStreamMethod[In, R]) Handle(srv *Server, fn func(ctx context.Context, in *Receiver[In], reply *R) error, opts ...RegisterOption) error {
+func (m *ClientStreamMethod[In, R]) Handle(srv *Server, fn func(ctx context.Context, in Receiver[In], reply *R) error, opts ...RegisterOption) error {
 	if fn == nil {
 		return fmt.Errorf("dispatch: HandleStream %s: nil function", m.name)
 	}
 	return HandleStream(srv, m.name, func(ctx context.Context, s *ServerStream[In, R]) error {
 		reply := new(R)
-		if err := fn(ctx, &Receiver[In]{s: s}, reply); err != nil {
+		if err := fn(ctx, s, reply); err != nil {
 			return err
 		}
 		return s.Send(reply)

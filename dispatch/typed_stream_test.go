@@ -27,7 +27,7 @@ var (
 )
 
 func registerTypedStreams(srv *dispatch.Server) error {
-	err := typedCount.Handle(srv, func(ctx context.Context, args *Args, out *dispatch.Sender[int]) error {
+	err := typedCount.Handle(srv, func(ctx context.Context, args *Args, out dispatch.Sender[int]) error {
 		n := args.B
 		for i := range max(n, -n) {
 			v := args.A + i
@@ -43,7 +43,7 @@ func registerTypedStreams(srv *dispatch.Server) error {
 	if err != nil {
 		return err
 	}
-	err = typedSum.Handle(srv, func(ctx context.Context, in *dispatch.Receiver[int], reply *Reply) error {
+	err = typedSum.Handle(srv, func(ctx context.Context, in dispatch.Receiver[int], reply *Reply) error {
 		for v, err := range in.Recv() {
 			if err != nil {
 				return err
@@ -127,7 +127,7 @@ func TestTypedServerStreamOpen(t *testing.T) {
 			m = dispatch.NewServerStreamMethod[Args, int](name)
 			started, release, ended = make(chan Args, 2), make(chan struct{}), make(chan error, 2)
 			e.register(t, func(srv *dispatch.Server) error {
-				return m.Handle(srv, func(ctx context.Context, args *Args, out *dispatch.Sender[int]) error {
+				return m.Handle(srv, func(ctx context.Context, args *Args, out dispatch.Sender[int]) error {
 					started <- *args
 					select {
 					case <-release:

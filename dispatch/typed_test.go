@@ -285,7 +285,7 @@ func TestTypedRegisteredTwice(t *testing.T) {
 	require.NoError(t, dispatch.Handle(srv, "Typed.Fail", fn))
 	assert.EqualError(t, typedFail.Handle(srv, fn), "dispatch: method Typed.Fail already registered")
 	watch := dispatch.NewServerStreamMethod[Args, int]("Typed.Fill")
-	assert.EqualError(t, watch.Handle(srv, func(ctx context.Context, a *Args, out *dispatch.Sender[int]) error { return nil }),
+	assert.EqualError(t, watch.Handle(srv, func(ctx context.Context, a *Args, out dispatch.Sender[int]) error { return nil }),
 		"dispatch: method Typed.Fill already registered")
 	assert.EqualError(t, typedFill.Handle(srv, nil), "dispatch: Handle Typed.Fill: nil function")
 	assert.EqualError(t, watch.Handle(srv, nil), "dispatch: HandleStream Typed.Fill: nil function")

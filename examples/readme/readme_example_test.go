@@ -423,7 +423,7 @@ func Example_typed() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = Watch.Handle(srv, func(ctx context.Context, q *Quote, out *dispatch.Sender[Tick]) error {
+	err = Watch.Handle(srv, func(ctx context.Context, q *Quote, out dispatch.Sender[Tick]) error {
 		for price := 101; price <= 102; price++ { // the request is an argument; messages go out typed
 			if err := out.Send(&Tick{Symbol: q.Symbol, Price: price}); err != nil {
 				return err
