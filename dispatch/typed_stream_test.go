@@ -401,3 +401,32 @@ func TestTypedStreamWaitsForServer(t *testing.T) {
 		})
 	}
 }
+
+// sliceSender is a Sender of a test's own, which a handler accepts as it
+// accepts its stream.
+type sliceSender []int
+
+func (s *sliceSender) Send(m *int) error {
+	*s = append(*s, *m)
+	return nil
+}
+
+// TestTypedHandlerAlone: a server-streaming handler, a plain function of
+// its request and a Sender, runs without a Server.
+func TestTypedHandlerAlone(t *testing.T) {
+	countTo := func(ctx context.Context, n *int, out dispatch.Sender[int]) error {
+		for i := 1; i <= *n; i++ {
+			if err := out.Send(&i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var got sliceSender
+	require.NoError(t, countTo(t.Context(), new(3), &got))
+	assert.Equal(t, sliceSender{1, 2, 3}, got)
+
+	srv := dispatch.NewServer()
+	defer srv.Close()
+	require.NoError(t, dispatch.NewServerStreamMethod[int, int]("Count.To").Handle(srv, countTo))
+}
