@@ -144,7 +144,7 @@ func TestOnePortMsgpack(t *testing.T) {
 					if err != nil {
 						return
 					}
-					serving.Go(func() { srv.ServeCodec(msgpackrpc.NewServerCodec(c)) })
+					serving.Go(func() { srv.ServeConn(c, msgpackrpc.NewServerCodec) })
 				}
 			})
 			defer func() {

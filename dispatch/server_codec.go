@@ -52,6 +52,12 @@ const PathNetRPC Path = "netrpc"
 //     the connection is closed; a client sees its later calls fail with
 //     rpc.ErrShutdown. Close closes the connection at once, and the calls
 //     in flight get no answer.
+//   - Closing: ServeCodec has only codec to end the connection with, so
+//     Shutdown, Close and a failed write call codec.Close while codec may
+//     be reading. gobrpc's and jsonrpc's codecs over a net.Conn allow that;
+//     HashiCorp's msgpackrpc codec does not (its Close and its read share a
+//     field unguarded, which the race detector reports): serve it with
+//     ServeConn, which closes the connection instead.
 //
 // Streams do not exist in net/rpc: a call of a streaming method is refused
 // as on every path.
@@ -84,6 +90,9 @@ func (s *Server) serveCodec(codec rpc.ServerCodec, lc *limitedConn) {
 	s.untrack(c)
 	c.inflight.Wait()
 	c.close()
+	if lc != nil {
+		codec.Close() // its reading is over: nothing else uses it now
+	}
 	lc.stop()
 }
 
@@ -236,9 +245,20 @@ func (c *codecConn) drain() <-chan struct{} { return closedChan }
 // before its call leaves the gate (servedConn).
 func (c *codecConn) flushed(context.Context) error { return nil }
 
-// close closes the codec, once: the reader fails and ServeCodec ends
-// (servedConn).
-func (c *codecConn) close() { c.closeOnce.Do(func() { c.codec.Close() }) }
+// close ends the connection, once: the reader fails and ServeCodec ends
+// (servedConn). It may run while the codec reads (Close, a failed write).
+// Under ServeConn it closes the connection, which any goroutine may do, and
+// serveCodec closes the codec once its reading is over; ServeCodec has only
+// the codec to close, so the codec's Close must be safe beside its read.
+func (c *codecConn) close() {
+	c.closeOnce.Do(func() {
+		if c.limits != nil {
+			c.limits.conn.Close()
+			return
+		}
+		c.codec.Close()
+	})
+}
 
 // codecCall is a call read through a net/rpc codec, and its handler's
 // context: as serverCall, with no deadline and no metadata.
