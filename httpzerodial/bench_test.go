@@ -19,7 +19,8 @@ import (
 // named zerodial-* go through the Handler (the pass-through codec, the
 // method's types decoded here, Server.Invoke and its worker), the rows
 // named connect-* through connect-go's own handler of the same Go types.
-// bench/ (the module of the project's peers) has no rows of this path yet.
+// bench/ has this path's rows beside its peers (connect-go serving with
+// protobuf, gRPC over TCP): bench/http_test.go.
 //
 //	go test -run '^$' -bench . -benchmem
 
