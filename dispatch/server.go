@@ -406,7 +406,8 @@ func (s *Server) watch(c *shortcutCtx)   { s.watching.add(c) }
 func (s *Server) unwatch(c *shortcutCtx) { s.watching.remove(c) }
 
 // RegisterOnShutdown registers f to be called, on a goroutine of its own,
-// when Shutdown or Close begins, as net/http's Server does: a registration
+// when Shutdown or Close begins (once new calls are refused), as net/http's
+// Server does: a registration
 // with a service registry (an etcd lease, say) can be withdrawn there, so
 // that callers stop choosing this Server while it drains. Shutdown returns
 // only once every f has returned, or when its ctx ends: f should be
@@ -465,8 +466,11 @@ func (s *Server) stopAccepting() {
 		ls = append(ls, l)
 	}
 	s.mu.Unlock()
-	run()
+	// The gate first: a hook that sees Shutdown begun may count on new
+	// calls being refused (a call admitted before is in flight, and
+	// Shutdown waits for it).
 	s.gate.close()
+	run()
 	for _, l := range ls {
 		l.Close()
 	}
