@@ -1,0 +1,56 @@
+// Command zerodial calls the methods of a zerodial Server from a shell, as
+// grpcurl does for gRPC: arguments are given in JSON and replies printed in
+// JSON, so that no Go types are needed.
+//
+// Install it with
+//
+//	go install github.com/zerodial/transport/cmd/zerodial@latest
+//
+// Usage:
+//
+//	zerodial call   [flags] ADDR Service.Method [JSON]   call a method, print its reply
+//	zerodial stream [flags] ADDR Service.Method [JSON]   follow a server stream, one JSON line a message
+//	zerodial list   [flags] ADDR                         list the methods and their types (HTTP path)
+//	zerodial health [flags] ADDR [SERVICE]               check the health service (package health)
+//
+// Flags may come before, between or after the operands; "--" ends them,
+// for a JSON argument that begins with "-" (a negative number). JSON
+// defaults to {}. ADDR is host:port for the zerodial wire (-transport
+// tcp or mux, mux the default), or a URL (http:// or https://) of a Server
+// served by httpzerodial, spoken as a Connect-protocol client. Flags:
+//
+//	-transport tcp|mux|http  the path; http is inferred from a URL
+//	-tls                     speak TLS (implied by -cacert, -cert and an https URL)
+//	-cacert FILE             PEM certificates to trust instead of the system's
+//	-cert FILE, -key FILE    a client certificate and its key (mutual TLS)
+//	-servername NAME         the name the server's certificate must have
+//	-timeout D               bound the whole command (10s by default, none for stream; 0 for none)
+//	-H key:value             metadata of the call (a request header over HTTP); repeatable
+//	-describe PATH           where list finds httpzerodial.Describe ("/describe")
+//
+// Over the zerodial wire the arguments are sent as msgpack maps, which a
+// handler decodes into its argument type by field name (Go's field names,
+// or msgpack tags); numbers without a fraction are sent as integers. The
+// reply is decoded without its type and printed as JSON: maps with keys
+// other than strings get their keys printed as strings, byte slices become
+// base64 strings. Over HTTP the JSON goes as it is, and the server decodes
+// it with encoding/json.
+//
+// list needs the HTTP path: the zerodial wire has no method that lists a
+// Server's methods, so over tcp or mux list fails with exit code 2 and
+// says so. Mount httpzerodial.Describe beside the Handler to use it.
+//
+// health prints the status (SERVING, NOT_SERVING, ...) and exits 0 only
+// when it is SERVING; a status other than SERVING exits 1.
+//
+// Exit codes, for scripts:
+//
+//	0  the call succeeded
+//	1  the server answered with an error (printed on stderr as "code: message")
+//	2  usage: bad flags, arguments or JSON, or list without the HTTP path
+//	3  the server could not be reached, or the connection failed
+//	4  the deadline (-timeout) passed
+//	130  interrupted (SIGINT, Ctrl-C), as a stream followed without end is stopped
+//
+// Every error is printed on stderr as one line.
+package main
