@@ -208,6 +208,7 @@ func TestWire(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			t.Run("call", func(t *testing.T) {
 				requireJSON(t, `9`, p.run(t, "call", "Calc.Add", `{"A": 2, "B": 7}`))
+				requireJSON(t, `9`, p.run(t, "call", "Calc.Add", `{"A": 2.0, "B": 0.7e1}`))
 			})
 			t.Run("shapes", func(t *testing.T) {
 				order := `{"ID": 41, "Customer": {"Name": "Ada", "Tags": ["a", "b"]},
@@ -344,10 +345,10 @@ func TestTLSRefused(t *testing.T) {
 // The JSON conversions, without a server: numbers keep their kind, and
 // the maps of any keys print.
 func TestJSONValues(t *testing.T) {
-	v, err := fromJSON([]byte(`{"i": 3, "neg": -3, "big": 18446744073709551615, "f": 2.5, "e": 1e3, "s": ["a", 1]}`))
+	v, err := fromJSON([]byte(`{"i": 3, "neg": -3, "big": 18446744073709551615, "f": 2.5, "e": 1e3, "s": ["a", 1], "huge": 1e300}`))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"i": int64(3), "neg": int64(-3), "big": uint64(18446744073709551615),
-		"f": 2.5, "e": 1000.0, "s": []any{"a", int64(1)}}, v)
+		"f": 2.5, "e": int64(1000), "s": []any{"a", int64(1)}, "huge": 1e300}, v)
 	_, err = fromJSON([]byte(``))
 	assert.Error(t, err)
 	_, err = fromJSON([]byte(`1 2`))

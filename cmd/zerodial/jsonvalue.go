@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -13,8 +14,8 @@ import (
 
 // fromJSON decodes one JSON value into generic values for msgpack: objects
 // as map[string]any, arrays as []any, and numbers as int64 (or uint64)
-// when they are integers, float64 otherwise, so that a handler's int
-// fields get integers.
+// when they are whole, float64 otherwise, so that a handler's int fields
+// get integers (msgpack will not decode a float into an int).
 func fromJSON(data []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()
@@ -44,6 +45,12 @@ func numbers(v any) (any, error) {
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
 			return nil, fmt.Errorf("number %s: %w", v, err)
+		}
+		// A whole number written with a fraction or an exponent (2.0,
+		// 1e3) is still an integer, which an int field takes and a float
+		// field takes too.
+		if f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+			return int64(f), nil
 		}
 		return f, nil
 	case map[string]any:

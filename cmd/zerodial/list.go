@@ -60,8 +60,11 @@ func list(ctx context.Context, h *httpConn, path string, stdout io.Writer) error
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	if len(names) > 0 {
+		fmt.Fprintln(stdout)
+	}
 	for _, n := range names {
-		fmt.Fprintf(stdout, "\n%s %s\n", n, typeName(d.Defs[n]))
+		fmt.Fprintf(stdout, "%s %s\n", n, typeName(d.Defs[n]))
 	}
 	return nil
 }
