@@ -50,6 +50,9 @@ type Order struct {
 	Note     *string
 }
 
+// Blob holds bytes, which JSON prints in base64.
+type Blob struct{ Data []byte }
+
 type Count struct{ N int }
 
 type Tick struct{ I int }
@@ -72,6 +75,10 @@ func service(t *testing.T) *dispatch.Server {
 		for i := range *n {
 			(*r)[i+1] = strings.Repeat("x", i+1)
 		}
+		return nil
+	}))
+	require.NoError(t, dispatch.Handle(srv, "Shop.Blob", func(ctx context.Context, s *string, r *Blob) error {
+		r.Data = []byte(*s)
 		return nil
 	}))
 	require.NoError(t, dispatch.Handle(srv, "Calc.Fail", func(ctx context.Context, a *Args, r *int) error {
@@ -223,6 +230,9 @@ func TestWire(t *testing.T) {
 			t.Run("int-keys", func(t *testing.T) {
 				requireJSON(t, `{"1": "x", "2": "xx"}`, p.run(t, "call", "Shop.Names", `2`))
 				requireJSON(t, `{}`, p.run(t, "call", "Shop.Names", "--", `-1`)) // "--" ends the flags
+			})
+			t.Run("bytes", func(t *testing.T) {
+				requireJSON(t, `{"Data": "aGk="}`, p.run(t, "call", "Shop.Blob", `"hi"`))
 			})
 			t.Run("metadata", func(t *testing.T) {
 				requireJSON(t, `"ada"`, p.run(t, "call", "-H", "x-user: ada", "Meta.Get", `"x-user"`))

@@ -30,7 +30,8 @@
 //
 // Over the zerodial wire the arguments are sent as msgpack maps, which a
 // handler decodes into its argument type by field name (Go's field names,
-// or msgpack tags); numbers without a fraction are sent as integers. The
+// or msgpack tags); whole numbers (2, 2.0, 1e3) are sent as integers, which int and
+// float fields both take, others as floats. The
 // reply is decoded without its type and printed as JSON: maps with keys
 // other than strings get their keys printed as strings, byte slices become
 // base64 strings. Over HTTP the JSON goes as it is, and the server decodes
@@ -45,11 +46,11 @@
 //
 // Exit codes, for scripts:
 //
-//	0  the call succeeded
-//	1  the server answered with an error (printed on stderr as "code: message")
-//	2  usage: bad flags, arguments or JSON, or list without the HTTP path
-//	3  the server could not be reached, or the connection failed
-//	4  the deadline (-timeout) passed
+//	0    the call succeeded
+//	1    the server answered with an error (printed on stderr as "code: message")
+//	2    usage: bad flags, arguments or JSON, or list without the HTTP path
+//	3    the server could not be reached, or the connection failed
+//	4    the deadline (-timeout) passed
 //	130  interrupted (SIGINT, Ctrl-C), as a stream followed without end is stopped
 //
 // Every error is printed on stderr as one line.
