@@ -299,15 +299,25 @@ func TestUsage(t *testing.T) {
 		{"call", "-nosuchflag", "127.0.0.1:1", "Calc.Add"},
 		{"call", "-tls", "http://127.0.0.1:1", "Calc.Add"},
 		{"call", "-cacert", "/nonexistent/ca.pem", "127.0.0.1:1", "Calc.Add"},
+		{"call", "-H", "no colon", "127.0.0.1:1", "Calc.Add"},
+		{"call", "-timeout", "soon", "127.0.0.1:1", "Calc.Add"},
 	} {
 		r := zd(t, args...)
 		assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
 		assert.Empty(t, r.stdout, "%v", args)
 		assert.NotEmpty(t, r.stderr, "%v", args)
+		if len(args) > 1 { // past the usage printed for no command or an unknown one
+			assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "%v: one line: %q", args, r.stderr)
+		}
 	}
 	r := zd(t, "help")
 	assert.Equal(t, 0, r.code)
 	assert.Contains(t, r.stdout, "zerodial call")
+	r = zd(t, "stream", "-h")
+	assert.Equal(t, 0, r.code)
+	assert.Contains(t, r.stdout, "usage: zerodial stream [flags] ADDR Service.Method [JSON]")
+	assert.Contains(t, r.stdout, "-cacert")
+	assert.Empty(t, r.stderr)
 }
 
 func TestCannotConnect(t *testing.T) {

@@ -95,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "zerodial: unknown command %q\n%s\n", cmd, usage)
 		return exitUsage
 	}
-	o, err := parse(cmd, args[1:], stderr, n[0], n[1])
+	o, err := parse(cmd, args[1:], stdout, n[0], n[1])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -119,10 +119,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // parse parses a command's flags and operands: ADDR, then between least and
 // most more.
-func parse(cmd string, args []string, stderr io.Writer, least, most int) (*options, error) {
+func parse(cmd string, args []string, stdout io.Writer, least, most int) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("zerodial "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package's errors are returned, to be printed as one line;
+	// -h prints the flags on stdout, as asked.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // the flag package calls it for every error too
 	fs.StringVar(&o.transport, "transport", "", "the path: tcp, mux or http (mux, or http for a URL)")
 	fs.BoolVar(&o.tls, "tls", false, "speak TLS")
 	fs.StringVar(&o.cacert, "cacert", "", "PEM `file` of the certificates to trust (implies -tls)")
@@ -142,9 +145,12 @@ func parse(cmd string, args []string, stderr io.Writer, least, most int) (*optio
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(stdout, "usage: zerodial %s [flags] %s\n", cmd, operandsWanted(cmd))
+				fs.SetOutput(stdout)
+				fs.PrintDefaults()
 				return nil, err
 			}
-			return nil, &failure{exitUsage, ""} // the flag package has said why
+			return nil, usageErr("zerodial %s: %v (\"zerodial %s -h\" lists the flags)", cmd, err, cmd)
 		}
 		left := fs.Args()
 		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
