@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/describe"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/health"
 	"github.com/zerodial/transport/internal/testcert"
@@ -113,6 +114,7 @@ func service(t *testing.T) *dispatch.Server {
 	h := health.NewServer()
 	h.SetServingStatus("down", health.NotServing)
 	require.NoError(t, h.Register(srv))
+	require.NoError(t, describe.Register(srv))
 	return srv
 }
 
@@ -278,8 +280,9 @@ func TestWire(t *testing.T) {
 			})
 			t.Run("list", func(t *testing.T) {
 				r := p.run(t, "list")
-				assert.Equal(t, 2, r.code)
-				assert.Contains(t, r.stderr, "list needs the HTTP path")
+				require.Equal(t, 0, r.code, r.stderr)
+				assert.Empty(t, r.stderr)
+				assert.Equal(t, wantList, r.stdout)
 			})
 		})
 	}
@@ -401,4 +404,66 @@ func TestStreamFollow(t *testing.T) {
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 130, exit.ExitCode())
 	assert.Empty(t, errOut.String())
+}
+
+// wantList is what list prints for service's Server, on every path.
+const wantList = `Calc.Add(main.Args) integer
+Calc.Fail(main.Args) integer
+Calc.Slow(main.Args) integer
+Describe.Methods(describe.Request) describe.Description
+Health.Check(health.CheckRequest) health.CheckResponse
+Health.Watch(health.CheckRequest) stream health.CheckResponse
+Meta.Get(string) string
+Shop.Blob(string) main.Blob
+Shop.Echo(main.Order) main.Order
+Shop.Names(integer) map[string]string
+Ticks.Count(main.Count) stream main.Tick
+
+describe.Description {$defs map[string]map[string]any, methods []describe.MethodDescription}
+describe.MethodDescription {args map[string]any, name string, reply map[string]any, stream boolean}
+describe.Request {}
+health.CheckRequest {Service string}
+health.CheckResponse {Status string}
+main.Args {A integer, B integer}
+main.Blob {Data bytes}
+main.Count {N integer}
+main.Customer {Name string, Tags []string}
+main.Item {Qty integer, SKU string}
+main.Order {Customer main.Customer, ID integer, Items []main.Item, Note *string, Paid boolean, Price number}
+main.Tick {I integer}
+`
+
+// A Server that does not describe itself answers list over tcp and mux
+// with not_found, and the command says how to make it.
+func TestListNotDescribed(t *testing.T) {
+	for _, p := range []struct {
+		flags []string
+		tr    transport.Transport
+	}{
+		{[]string{"-transport", "tcp"}, tcp.New()},
+		{nil, mux.New()},
+	} {
+		srv := dispatch.NewServer()
+		require.NoError(t, dispatch.Handle(srv, "Calc.Add", func(ctx context.Context, a *Args, r *int) error { return nil }))
+		addr := serve(t, srv, p.tr)
+		r := zd(t, append(append([]string{"list"}, p.flags...), addr)...)
+		assert.Equal(t, 1, r.code, r.stderr)
+		assert.Empty(t, r.stdout)
+		assert.Equal(t, "not_found: rpc: can't find service Describe.Methods (the server does not describe itself: "+
+			"it must call describe.Register(srv), package github.com/zerodial/transport/describe)\n", r.stderr)
+	}
+}
+
+// A method of that name answering something else is not taken for a
+// description.
+func TestListNotADescription(t *testing.T) {
+	srv := dispatch.NewServer()
+	require.NoError(t, dispatch.Handle(srv, describe.Method, func(ctx context.Context, a *describe.Request, r *string) error {
+		*r = "hello"
+		return nil
+	}))
+	r := zd(t, "list", serve(t, srv, mux.New()))
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Empty(t, r.stdout)
+	assert.Equal(t, "zerodial: Describe.Methods answered \"hello\", not a description of methods\n", r.stderr)
 }

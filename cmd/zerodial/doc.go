@@ -10,7 +10,7 @@
 //
 //	zerodial call   [flags] ADDR Service.Method [JSON]   call a method, print its reply
 //	zerodial stream [flags] ADDR Service.Method [JSON]   follow a server stream, one JSON line a message
-//	zerodial list   [flags] ADDR                         list the methods and their types (HTTP path)
+//	zerodial list   [flags] ADDR                         list the methods and their types
 //	zerodial health [flags] ADDR [SERVICE]               check the health service (package health)
 //
 // Flags may come before, between or after the operands; "--" ends them,
@@ -26,7 +26,7 @@
 //	-servername NAME         the name the server's certificate must have
 //	-timeout D               bound the whole command (10s by default, none for stream; 0 for none)
 //	-H key:value             metadata of the call (a request header over HTTP); repeatable
-//	-describe PATH           where list finds httpzerodial.Describe ("/describe")
+//	-describe PATH           where list finds httpzerodial.Describe over HTTP ("/describe")
 //
 // Over the zerodial wire the arguments are sent as msgpack maps, which a
 // handler decodes into its argument type by field name (Go's field names,
@@ -37,9 +37,13 @@
 // base64 strings. Over HTTP the JSON goes as it is, and the server decodes
 // it with encoding/json.
 //
-// list needs the HTTP path: the zerodial wire has no method that lists a
-// Server's methods, so over tcp or mux list fails with exit code 2 and
-// says so. Mount httpzerodial.Describe beside the Handler to use it.
+// list prints each method with its argument and reply types, then the
+// structs they name, from the description package describe makes: over
+// tcp or mux it calls Describe.Methods, which a Server answers when its
+// program calls describe.Register(srv); over HTTP it reads
+// httpzerodial.Describe, mounted beside the Handler. Both print the same.
+// A Server that does not describe itself exits 1 with not_found and says
+// how to make it do so.
 //
 // health prints the status (SERVING, NOT_SERVING, ...) and exits 0 only
 // when it is SERVING; a status other than SERVING exits 1.
@@ -48,7 +52,7 @@
 //
 //	0    the call succeeded
 //	1    the server answered with an error (printed on stderr as "code: message")
-//	2    usage: bad flags, arguments or JSON, or list without the HTTP path
+//	2    usage: bad flags, arguments or JSON
 //	3    the server could not be reached, or the connection failed
 //	4    the deadline (-timeout) passed
 //	130  interrupted (SIGINT, Ctrl-C), as a stream followed without end is stopped

@@ -3,14 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/zerodial/transport/describe"
+	"github.com/zerodial/transport/dispatch"
 )
 
-// description is what httpzerodial.Describe answers.
+// description is what httpzerodial.Describe answers over HTTP and
+// describe.Register's method over every path (describe.Description): the
+// same but for the paths, which list does not print.
 type description struct {
 	Methods []struct {
 		Name   string         `json:"name"`
@@ -21,33 +27,59 @@ type description struct {
 	Defs map[string]map[string]any `json:"$defs"`
 }
 
-// list prints the methods that the Describe handler at path lists, one a
-// line with its argument and reply types, then the structs they name.
-func list(ctx context.Context, h *httpConn, path string, stdout io.Writer) error {
+// listHTTP reads the description that the httpzerodial.Describe handler
+// at path answers.
+func listHTTP(ctx context.Context, h *httpConn, path string) (*description, error) {
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.base+path, nil)
 	if err != nil {
-		return usageErr("zerodial: %v", err)
+		return nil, usageErr("zerodial: %v", err)
 	}
 	for k, v := range h.header {
 		req.Header[k] = v
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return transportErr(ctx, err)
+		return nil, transportErr(ctx, err)
 	}
 	defer resp.Body.Close()
 	body, err := readBounded(resp.Body)
 	if err != nil {
-		return transportErr(ctx, err)
+		return nil, transportErr(ctx, err)
 	}
 	var d description
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &d) != nil || d.Methods == nil {
-		return &failure{exitServer, fmt.Sprintf("zerodial: %s%s answered %s, not a description of methods "+
+		return nil, &failure{exitServer, fmt.Sprintf("zerodial: %s%s answered %s, not a description of methods "+
 			"(mount httpzerodial.Describe there, or give its path with -describe)", h.base, path, resp.Status)}
 	}
+	return &d, nil
+}
+
+// listWire calls the method describe.Register adds, which a Server that
+// does not describe itself answers with not_found: that is said with the
+// way to make it do so.
+func listWire(ctx context.Context, w *wireConn) (*description, error) {
+	reply, err := w.call(ctx, describe.Method, json.RawMessage("{}"))
+	var e *dispatch.Error
+	if errors.As(err, &e) && e.Code == dispatch.CodeNotFound {
+		return nil, &failure{exitServer, fmt.Sprintf("not_found: %s (the server does not describe itself: "+
+			"it must call describe.Register(srv), package github.com/zerodial/transport/describe)", e.Message)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var d description
+	if json.Unmarshal(reply, &d) != nil || d.Methods == nil {
+		return nil, &failure{exitServer, fmt.Sprintf("zerodial: %s answered %.200s, not a description of methods", describe.Method, reply)}
+	}
+	return &d, nil
+}
+
+// printList prints d's methods, one a line with its argument and reply
+// types, then the structs they name.
+func printList(d *description, stdout io.Writer) error {
 	for _, m := range d.Methods {
 		reply := typeName(m.Reply)
 		if m.Stream {
@@ -64,7 +96,9 @@ func list(ctx context.Context, h *httpConn, path string, stdout io.Writer) error
 		fmt.Fprintln(stdout)
 	}
 	for _, n := range names {
-		fmt.Fprintf(stdout, "%s %s\n", n, typeName(d.Defs[n]))
+		if _, err := fmt.Fprintf(stdout, "%s %s\n", n, typeName(d.Defs[n])); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -247,11 +247,6 @@ func runCommand(ctx context.Context, cmd string, o *options, stdout io.Writer) e
 			service = o.args[0]
 		}
 		args, _ = json.Marshal(map[string]string{"Service": service})
-	case "list":
-		if o.transport != "http" {
-			return usageErr("zerodial: list needs the HTTP path (a URL of a server that mounts httpzerodial.Describe); "+
-				"the %s path cannot list a server's methods", o.transport)
-		}
 	}
 	c, err := dial(ctx, o)
 	if err != nil {
@@ -286,7 +281,17 @@ func runCommand(ctx context.Context, cmd string, o *options, stdout io.Writer) e
 		}
 		return nil
 	case "list":
-		return list(ctx, c.(*httpConn), o.describe, stdout)
+		var d *description
+		switch c := c.(type) {
+		case *httpConn:
+			d, err = listHTTP(ctx, c, o.describe)
+		case *wireConn:
+			d, err = listWire(ctx, c)
+		}
+		if err != nil {
+			return err
+		}
+		return printList(d, stdout)
 	}
 	return nil
 }
