@@ -50,10 +50,16 @@ type Description struct {
 // schemas of what it takes and gives (for a streaming method, of each
 // message the caller sends and of each the handler sends).
 type MethodDescription struct {
-	Name   string `json:"name" msgpack:"name"`
-	Stream bool   `json:"stream" msgpack:"stream"`
-	Args   Schema `json:"args" msgpack:"args"`
-	Reply  Schema `json:"reply" msgpack:"reply"`
+	// Name is the method's name, "Service.Method".
+	Name string `json:"name" msgpack:"name"`
+	// Stream is set for a streaming method (dispatch.HandleStream).
+	Stream bool `json:"stream" msgpack:"stream"`
+	// Args is the schema of the arguments (of each message the caller
+	// sends, for a stream).
+	Args Schema `json:"args" msgpack:"args"`
+	// Reply is the schema of the reply (of each message the handler
+	// sends, for a stream).
+	Reply Schema `json:"reply" msgpack:"reply"`
 }
 
 // Schema is a JSON Schema, as a JSON object.
