@@ -40,7 +40,7 @@ func served(t *testing.T, srv *dispatch.Server, tr transport.Transport, addr str
 
 // The description a Client fetches over a real tcp or mux connection is
 // the one Of gives, itself included, and it follows what is registered.
-func TestRegister(t *testing.T) {
+func TestDescribeRegister(t *testing.T) {
 	for _, p := range []struct {
 		name string
 		tr   transport.Transport
@@ -87,7 +87,7 @@ func TestRegister(t *testing.T) {
 }
 
 // A Server that did not register the service says so with not_found.
-func TestNotRegistered(t *testing.T) {
+func TestDescribeNotRegistered(t *testing.T) {
 	srv := dispatch.NewServer()
 	require.NoError(t, dispatch.Handle(srv, "Calc.Add", func(ctx context.Context, p *Pair, r *int) error { return nil }))
 	c := served(t, srv, tcp.New(), "127.0.0.1:0", dispatch.WithShortcut(dispatch.ShortcutOff))
@@ -99,7 +99,7 @@ func TestNotRegistered(t *testing.T) {
 }
 
 // Registering twice fails as any method registered twice does.
-func TestRegisterTwice(t *testing.T) {
+func TestDescribeRegisterTwice(t *testing.T) {
 	srv := dispatch.NewServer()
 	t.Cleanup(func() { srv.Close() })
 	require.NoError(t, describe.Register(srv))
@@ -108,7 +108,7 @@ func TestRegisterTwice(t *testing.T) {
 
 // The description survives msgpack as it survives JSON: a Description
 // decoded from the wire marshals to the same JSON.
-func TestDescriptionJSON(t *testing.T) {
+func TestDescribeJSON(t *testing.T) {
 	srv := dispatch.NewServer()
 	t.Cleanup(func() { srv.Close() })
 	require.NoError(t, describe.Register(srv))

@@ -55,7 +55,7 @@ func toJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-func TestOf(t *testing.T) {
+func TestDescribeOf(t *testing.T) {
 	srv := dispatch.NewServer()
 	t.Cleanup(func() { srv.Close() })
 	assert.JSONEq(t, `{"methods": []}`, toJSON(t, describe.Of(srv)))
@@ -105,7 +105,7 @@ func TestOf(t *testing.T) {
 }
 
 // Two types of one name, from two scopes, get two definitions.
-func TestOfSameName(t *testing.T) {
+func TestDescribeOfSameName(t *testing.T) {
 	type Pair struct{ X string }
 	srv := dispatch.NewServer()
 	t.Cleanup(func() { srv.Close() })
