@@ -2,7 +2,8 @@ package describe_test
 
 import (
 	"context"
-	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/describe"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/memory"
@@ -106,13 +108,23 @@ func TestDescribeRegisterTwice(t *testing.T) {
 	assert.Error(t, describe.Register(srv))
 }
 
-// The description survives msgpack as it survives JSON: a Description
-// decoded from the wire marshals to the same JSON.
-func TestDescribeJSON(t *testing.T) {
+// In msgpack a description has its JSON names, so that a caller that
+// decodes it without its type (cmd/zerodial, another language) reads the
+// keys JSON readers do.
+func TestDescribeMsgpackNames(t *testing.T) {
 	srv := dispatch.NewServer()
 	t.Cleanup(func() { srv.Close() })
 	require.NoError(t, describe.Register(srv))
-	var back describe.Description
-	require.NoError(t, json.Unmarshal([]byte(toJSON(t, describe.Of(srv))), &back))
-	assert.JSONEq(t, toJSON(t, describe.Of(srv)), toJSON(t, back))
+	b, err := codec.Msgpack.Marshal(describe.Of(srv))
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, codec.Msgpack.Unmarshal(b, &m))
+	assert.ElementsMatch(t, []string{"methods", "$defs"}, slices.Collect(maps.Keys(m)))
+	methods, ok := m["methods"].([]any)
+	require.True(t, ok, "%T", m["methods"])
+	require.Len(t, methods, 1)
+	method, ok := methods[0].(map[string]any)
+	require.True(t, ok, "%T", methods[0])
+	assert.ElementsMatch(t, []string{"name", "stream", "args", "reply"}, slices.Collect(maps.Keys(method)))
+	assert.Equal(t, describe.Method, method["name"])
 }
