@@ -310,11 +310,13 @@ func TestServeConnReplyTimeout(t *testing.T) {
 			u := &unread{Conn: conn, read: make(chan struct{})}
 			c := nc.client(u)
 			calls := make([]*rpc.Call, 8)
+			// Before the calls: the first reply may begin, and the reply
+			// timeout with it, before Go returns.
+			start := time.Now()
 			for i := range calls {
 				var out []byte
 				calls[i] = c.Go("Big.Make", 4<<20, &out, make(chan *rpc.Call, 1))
 			}
-			start := time.Now()
 			recv(t, cs.ended, 4*waitLong, "the stalled connection's end")
 			assert.GreaterOrEqual(t, time.Since(start), replyTimeout, "closed before the reply timeout")
 			const msg = "dispatch: closing connection: a reply could not be written in time; the peer is not reading"
