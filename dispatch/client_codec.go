@@ -49,7 +49,8 @@ import (
 //     with net/rpc; Close ends it.
 //   - No streams: OpenStream and CallStream fail with an *Error of
 //     CodeUnimplemented.
-//   - Codes: a net/rpc server answers a failure as text (rpc.ServerError).
+//   - Codes: a net/rpc server answers a failure as text (rpc.ServerError),
+//     so an *Error from it has no details.
 //     The text is the *Error's Message, and its Code is CodeUnknown, except
 //     for words whose code is known: "dispatch: server is shutting down"
 //     (a dispatch Server's Shutdown) is CodeUnavailable; "dispatch: too

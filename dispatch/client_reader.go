@@ -310,7 +310,7 @@ func (cc *clientConn) readOne(m *transport.Message) bool {
 		return true // a reply to a call whose caller gave up, or to none
 	}
 	if msg, failed := m.Header[rpcwire.Error]; failed {
-		p.err = &Error{Code: Code(m.Header[rpcwire.ErrorCode]), Message: msg}
+		p.err = wireError(m.Header, msg)
 	} else {
 		p.err = decodeReply(cc.codec, p.name, m.Body, p.reply)
 	}

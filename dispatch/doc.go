@@ -16,8 +16,8 @@
 // ServeConn (or ServeCodec, given a codec alone) answers a net/rpc client
 // (gob, JSON-RPC, msgpackrpc), and a Client made by NewCodecClient or
 // DialCodec calls a net/rpc server. Both keep the rules below except what
-// net/rpc cannot carry — metadata, the deadline, streams, an error's code —
-// which their docs list.
+// net/rpc cannot carry — metadata, the deadline, streams, an error's code
+// and details — which their docs list.
 //
 // What a service or caller can observe is the same on every path; only the
 // time differs. The rules:
@@ -25,7 +25,8 @@
 //   - Replies. reply must be a non-nil pointer; Call zeroes *reply before the
 //     call, and on error *reply is left zero.
 //   - Errors. A handler's error reaches the caller as an *Error with the same
-//     Code and Message; failures of the connection are not *Error (see
+//     Code, Message and details (ErrorDetail), the details within
+//     MaxErrorDetailsSize and never sharing memory with the handler's; failures of the connection are not *Error (see
 //     ErrShutdown). Unknown services and methods use net/rpc's wording.
 //   - Panics. A handler panic becomes an *Error with CodeInternal; neither
 //     process dies.

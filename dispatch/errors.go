@@ -78,9 +78,15 @@ const (
 // test for it with errors.As. A handler may return an *Error to choose the
 // code; any other error arrives with CodeUnknown, or with
 // CodeDeadlineExceeded or CodeCanceled when it matches the context errors.
+//
+// An *Error may carry structured details (WithDetail, ErrorDetailAs), which
+// reach the caller on every path but the net/rpc codecs'.
 type Error struct {
 	Code    Code
 	Message string
+
+	details   []ErrorDetail // each value the Error's own
+	detailErr error         // a detail that WithDetail could not encode
 }
 
 // Error returns the message alone, as net/rpc does.
@@ -192,7 +198,7 @@ func toError(err error) *Error {
 		if e == nil {
 			return nil // a nil *Error in a non-nil error: success, as the handler meant
 		}
-		return &Error{Code: e.Code, Message: e.Message}
+		return detailsOut(e)
 	}
 	code := CodeUnknown
 	switch {

@@ -35,6 +35,10 @@ import (
 // | --- | --- | --- | --- |
 // | nil args | the handler gets zero arguments | the call fails as a lost connection: "gob: cannot encode nil value"; the next call dials again | gob cannot encode nil, and a request whose body fails to encode ends the connection (the codec may have written its header) |
 // | handler error with code | *Error with the handler's Code ("custom") | the same Message, CodeUnknown | net/rpc carries an error as text |
+// | an error detail crosses | *Error with the handler's Code and its detail | the same Message, CodeUnknown, no details | net/rpc carries an error as text |
+// | several error details cross, in order | as above, the details in order | as above | as above |
+// | error details over the bound | CodeInternal, "dispatch: error details are too large: ..." | the same Message, CodeUnknown | ServeCodec checks the bound as every path does; net/rpc carries the error as text |
+// | an error detail that cannot be encoded | CodeInternal, "dispatch: encoding error detail ..." | the same Message, CodeUnknown | as above |
 // | a sentinel error crosses | CodeFailedPrecondition, errors.Is(err, sentinel) | the same Message, CodeUnknown, errors.Is false | net/rpc carries an error as text |
 // | wrong args type | CodeInvalidArgument, msgpack's words | CodeInvalidArgument, gob's words | the Server's codec is gob's, and says why in its words |
 // | arguments of another type | CodeInvalidArgument, msgpack's words | CodeInvalidArgument, gob's words | as above |

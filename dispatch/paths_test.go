@@ -101,6 +101,7 @@ func newServerKeeper(t testing.TB, o ...setupOption) (*dispatch.Server, *Arith, 
 		*reply = args.A + args.B
 		return nil
 	}, dispatch.Borrows()))
+	registerDetails(t, srv)
 	return srv, arith, keeper, rec
 }
 

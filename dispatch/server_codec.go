@@ -31,7 +31,10 @@ const PathNetRPC Path = "netrpc"
 //
 //   - A handler's error, or any refusal, reaches the client as its Message
 //     (rpc.ServerError on a net/rpc client): the same words a zerodial
-//     client's *Error carries, without the Code. An error whose Message is
+//     client's *Error carries, without the Code and the details (ErrorDetail:
+//     an error whose details are over MaxErrorDetailsSize, or cannot be
+//     encoded, is sent as the CodeInternal error's words every path uses).
+//     An error whose Message is
 //     empty (which net/rpc would read as success) is sent as
 //     "dispatch: error with code C and no message".
 //   - No metadata and no deadline come from the client: a handler's context

@@ -396,7 +396,7 @@ func (cc *clientConn) streamFrame(s *clientStream, m *transport.Message) error {
 		}
 		var err error
 		if msg, failed := m.Header[rpcwire.Error]; failed {
-			err = &Error{Code: Code(m.Header[rpcwire.ErrorCode]), Message: msg}
+			err = wireError(m.Header, msg)
 		}
 		s.end(err, metadataOf(m.Header))
 	default:

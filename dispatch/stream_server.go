@@ -164,6 +164,7 @@ func endHeader(seqText string, md Metadata, e *Error) map[string]string {
 		if e.Code != CodeUnknown {
 			h[rpcwire.ErrorCode] = string(e.Code)
 		}
+		setDetails(h, e)
 	}
 	addMetadata(h, md)
 	return h

@@ -100,6 +100,18 @@ func streamServer(t testing.TB, opts ...dispatch.ServerOption) (*dispatch.Server
 		}
 		return &dispatch.Error{Code: dispatch.CodePermissionDenied, Message: "no more"}
 	})
+	// FailDetail sends one message, then fails with n details
+	// (error_details_test.go).
+	reg("S.FailDetail", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
+		n, err := first(s)
+		if err != nil {
+			return err
+		}
+		if err := s.Send(&Num{n}); err != nil {
+			return err
+		}
+		return detailedError(n)
+	})
 	reg("S.Panic", func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error {
 		_ = s.Send(&Num{1})
 		panic("boom")

@@ -59,6 +59,7 @@ func responseHeader(h map[string]string, name, seqText string, e *Error) {
 		if e.Code != CodeUnknown {
 			h[rpcwire.ErrorCode] = string(e.Code)
 		}
+		setDetails(h, e)
 	}
 }
 

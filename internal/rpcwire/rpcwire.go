@@ -6,6 +6,7 @@
 package rpcwire
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,8 +15,8 @@ import (
 
 // Header keys. A request carries ServiceMethod, Seq, and optionally
 // ContentType, Timeout and metadata (MetadataPrefix); a response carries
-// ServiceMethod and Seq, plus Error and optionally ErrorCode when the call
-// failed; a Cancel message carries Seq and Cancel. The frames of a stream
+// ServiceMethod and Seq, plus Error and optionally ErrorCode and
+// ErrorDetails when the call failed; a Cancel message carries Seq and Cancel. The frames of a stream
 // carry Seq and Stream, whose value says which frame it is (StreamOpen,
 // StreamMsg, StreamEnd, StreamWindow), and a window frame carries Window.
 const (
@@ -36,6 +37,9 @@ const (
 	Error = "Error"
 	// ErrorCode holds the failed call's code next to Error, when it has one.
 	ErrorCode = "Error-Code"
+	// ErrorDetails holds the failed call's details next to Error, when it
+	// has any, as AppendDetails encodes them.
+	ErrorDetails = "Error-Details"
 	// Cancel marks a message that cancels the call its Seq names.
 	Cancel = "Cancel"
 	// Stream marks a frame of a stream; its value is the frame's kind.
@@ -125,4 +129,70 @@ func ParseWindow(s string) (int, error) {
 		return 0, fmt.Errorf("%w: %s header %q is not a decimal count of bytes from 1 to %d", ErrMalformed, Window, s, MaxWindow)
 	}
 	return n, nil
+}
+
+// Detail is one detail of an error as ErrorDetails carries it: the name of
+// its type and its value's encoding.
+type Detail struct {
+	Type  string
+	Value []byte
+}
+
+// DetailsLen is the length of the ErrorDetails value that AppendDetails
+// makes of ds, computed without making it, so that a bound can be checked
+// first.
+func DetailsLen(ds []Detail) int {
+	n := 0
+	for _, d := range ds {
+		n += uvarintLen(len(d.Type)) + len(d.Type) + uvarintLen(len(d.Value)) + len(d.Value)
+	}
+	return n
+}
+
+func uvarintLen(n int) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], uint64(n))
+}
+
+// AppendDetails appends the ErrorDetails value of ds to dst: for each
+// detail in order, its type's length as a uvarint, its type, its value's
+// length as a uvarint and its value — the layout of a header block's
+// entries (WIRE.md, section 1).
+func AppendDetails(dst []byte, ds []Detail) []byte {
+	for _, d := range ds {
+		dst = binary.AppendUvarint(dst, uint64(len(d.Type)))
+		dst = append(dst, d.Type...)
+		dst = binary.AppendUvarint(dst, uint64(len(d.Value)))
+		dst = append(dst, d.Value...)
+	}
+	return dst
+}
+
+// ParseDetails reads an ErrorDetails value. A length that runs past the
+// value, or a truncated uvarint, is an error: no detail is allocated for
+// more bytes than s holds.
+func ParseDetails(s string) ([]Detail, error) {
+	var ds []Detail
+	for len(s) > 0 {
+		typ, rest, ok := cutField(s)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s value: a type runs past its end", ErrMalformed, ErrorDetails)
+		}
+		val, rest, ok := cutField(rest)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s value: a value runs past its end", ErrMalformed, ErrorDetails)
+		}
+		ds = append(ds, Detail{Type: typ, Value: []byte(val)})
+		s = rest
+	}
+	return ds, nil
+}
+
+// cutField reads one length-prefixed field off the front of s.
+func cutField(s string) (field, rest string, ok bool) {
+	n, k := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
+	if k <= 0 || n > uint64(len(s)-k) {
+		return "", "", false
+	}
+	return s[k : k+int(n)], s[k+int(n):], true
 }

@@ -66,3 +66,25 @@ func TestWindow(t *testing.T) {
 		}
 	}
 }
+
+func TestDetails(t *testing.T) {
+	ds := []Detail{{Type: "a.B", Value: []byte{1, 2}}, {Type: "", Value: nil}, {Type: "big", Value: make([]byte, 300)}}
+	b := AppendDetails(nil, ds)
+	if len(b) != DetailsLen(ds) {
+		t.Fatalf("DetailsLen = %d, encoding has %d bytes", DetailsLen(ds), len(b))
+	}
+	got, err := ParseDetails(string(b))
+	if err != nil || len(got) != 3 || got[0].Type != "a.B" || string(got[0].Value) != "\x01\x02" ||
+		got[1].Type != "" || len(got[1].Value) != 0 || got[2].Type != "big" || len(got[2].Value) != 300 {
+		t.Fatalf("round trip: %v, %v", got, err)
+	}
+	if got, err := ParseDetails(""); err != nil || got != nil {
+		t.Errorf("ParseDetails(\"\") = %v, %v", got, err)
+	}
+	// A length past the end, a truncated uvarint, a type without its value.
+	for _, s := range []string{"\x05ab", "\x80", "\x01a", "\x01a\x02b", "\x01a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"} {
+		if _, err := ParseDetails(s); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), ErrorDetails) {
+			t.Errorf("ParseDetails(%q): %v, want ErrMalformed naming %s", s, err, ErrorDetails)
+		}
+	}
+}
