@@ -29,6 +29,10 @@
 //   - Codes map both ways by name: dispatch's codes are Connect's and
 //     gRPC's (ConnectCode, DispatchCode). A code of a handler's own that
 //     neither knows goes as unknown.
+//   - An error's details (dispatch.ErrorDetail) go as the protocol's error
+//     details, each a google.protobuf.Any holding the msgpack value under
+//     DetailTypeURLPrefix and the detail's type name; details over
+//     dispatch.MaxErrorDetailsSize make the internal error every path gets.
 //   - Once the Server's Shutdown has begun, new calls are answered with
 //     unavailable and the calls in flight finish; the http.Server's own
 //     Shutdown stops the HTTP side.

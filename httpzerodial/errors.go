@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/zerodial/transport/dispatch"
 )
@@ -28,8 +29,24 @@ func DispatchCode(c connect.Code) dispatch.Code {
 	return dispatch.Code(c.String())
 }
 
+// DetailTypeURLPrefix opens the type URL of every error detail the HTTP
+// path sends. A *dispatch.Error's detail (dispatch.ErrorDetail) travels as
+// a google.protobuf.Any whose type URL is this prefix and the detail's Type,
+// and whose value is the detail's Value as it is: msgpack, not Protobuf —
+// the prefix says so, rather than pass the bytes off as a Protobuf message.
+// connect-go's client sees it as a *connect.ErrorDetail whose Type is the
+// detail's Type (connect-go keeps what follows the URL's last slash) and
+// whose Bytes are the msgpack value (its Value, which looks the type up in
+// the Protobuf registry, finds none); grpc-go's sees the Any in the
+// status's details (status.Convert(err).Proto().Details). The value is
+// read back with dispatch.ErrorDetail{Type: d.Type(), Value: d.Bytes()}.
+// The Connect protocol carries only what follows the last slash, so a
+// Connect client's Any has connect-go's default prefix instead.
+const DetailTypeURLPrefix = "zerodial/msgpack/"
+
 // connectError returns err, nil or a *dispatch.Error from the Server, as
-// connect-go's error, with md as its metadata (headers or trailers).
+// connect-go's error, with md as its metadata (headers or trailers) and
+// the *dispatch.Error's details as its (DetailTypeURLPrefix).
 func connectError(err error, md dispatch.Metadata) error {
 	if err == nil {
 		return nil
@@ -39,6 +56,11 @@ func connectError(err error, md dispatch.Metadata) error {
 		e = &dispatch.Error{Message: err.Error()}
 	}
 	ce := connect.NewError(ConnectCode(e.Code), errors.New(e.Message))
+	for _, d := range e.Details() {
+		// An Any is taken as it is: NewErrorDetail cannot fail.
+		cd, _ := connect.NewErrorDetail(&anypb.Any{TypeUrl: DetailTypeURLPrefix + d.Type, Value: d.Value})
+		ce.AddDetail(cd)
+	}
 	setMetadata(ce.Meta(), md)
 	return ce
 }
