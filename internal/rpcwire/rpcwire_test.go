@@ -88,3 +88,26 @@ func TestDetails(t *testing.T) {
 		}
 	}
 }
+
+// Any value parses or fails with ErrMalformed, never panics, and what
+// parses encodes back to the same bytes.
+func FuzzParseDetails(f *testing.F) {
+	f.Add(string(AppendDetails(nil, []Detail{{Type: "a.B", Value: []byte{1, 2}}, {}})))
+	f.Add("\x01a\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01")
+	f.Fuzz(func(t *testing.T, s string) {
+		ds, err := ParseDetails(s)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("ParseDetails(%q): %v, not ErrMalformed", s, err)
+			}
+			return
+		}
+		if back := string(AppendDetails(nil, ds)); back != s && !nonMinimal(s) {
+			t.Fatalf("ParseDetails(%q) encodes back as %q", s, back)
+		}
+	})
+}
+
+// nonMinimal reports whether s may hold a uvarint written with more bytes
+// than it needs (0x80 0x00 for 0), which parses but encodes shorter.
+func nonMinimal(s string) bool { return strings.Contains(s, "\x80") }
