@@ -89,12 +89,20 @@ func (e *Error) WithDetails(ds ...ErrorDetail) *Error {
 }
 
 func (e *Error) withCopiedDetails() *Error {
+	if e == nil {
+		return &Error{} // a nil *Error given details: CodeUnknown, no message
+	}
 	return &Error{Code: e.Code, Message: e.Message, details: cloneDetails(e.details), detailErr: e.detailErr}
 }
 
 // Details returns e's details in the order they were added, copies the
-// caller may keep and change.
-func (e *Error) Details() []ErrorDetail { return cloneDetails(e.details) }
+// caller may keep and change; none for a nil e.
+func (e *Error) Details() []ErrorDetail {
+	if e == nil {
+		return nil
+	}
+	return cloneDetails(e.details)
+}
 
 // ErrorDetailAs decodes into a T the first detail of err's *Error (found
 // with errors.As) named ErrorDetailType[T], and reports whether there was

@@ -28,6 +28,18 @@ func TestToErrorCopiesDetails(t *testing.T) {
 	}
 }
 
+// A nil *Error has no details, and given one becomes an Error of its own.
+func TestNilErrorDetails(t *testing.T) {
+	var e *Error
+	if e.Details() != nil {
+		t.Error("a nil *Error has details")
+	}
+	got := e.WithDetail(1)
+	if got == nil || got.Code != CodeUnknown || got.Message != "" || len(got.Details()) != 1 {
+		t.Errorf("nil.WithDetail(1) = %+v", got)
+	}
+}
+
 // NewErrorDetail of a []byte, which msgpack's codec returns as is, makes a
 // detail whose bytes are its own.
 func TestNewErrorDetailOfBytes(t *testing.T) {

@@ -96,7 +96,9 @@ func (e *Error) Error() string { return e.Message }
 // errors.Is(err, context.Canceled) hold for errors of those codes, and
 // errors.Is(err, target) hold for any *Error target with the same Code and
 // Message — so a service can export sentinel errors that its callers test
-// for on every path, though only their code and text cross the network.
+// for on every path, though only their code, text and details cross the
+// network. Details do not take part: an error with details matches its
+// sentinel without them.
 func (e *Error) Is(target error) bool {
 	switch target {
 	case context.DeadlineExceeded:
