@@ -121,12 +121,28 @@ func (s *stream) remoteAddr() net.Addr {
 	return nil
 }
 
-func (s *stream) read(v any) error {
+func (s *stream) read(v any) (err error) {
 	if s.closed.Load() {
 		return errClosed
 	}
+	// encoding/gob turns its own errors into returned ones, but a stream
+	// crafted to confuse it can make it panic at a nil pointer while it
+	// reads past a value (FuzzServerCodec found one, kept in testdata):
+	// that is a malformed stream too, not a reason to crash the process.
+	// The decoder's place in the stream is lost, so later reads fail.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("gobrpc: malformed gob stream: %v", r)
+			s.dec = gob.NewDecoder(failingReader{err})
+		}
+	}()
 	return s.dec.Decode(v)
 }
+
+// failingReader is the reader of a stream that can no longer be read.
+type failingReader struct{ err error }
+
+func (r failingReader) Read([]byte) (int, error) { return 0, r.err }
 
 // write sends a header and a body and flushes them. Any failure closes the
 // connection: what is on the wire may end mid-message, and net/rpc's Server
