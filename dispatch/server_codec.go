@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/rpc"
@@ -134,7 +135,7 @@ func (c *codecConn) read() {
 	for {
 		var req rpc.Request
 		c.limits.begin()
-		if err := c.codec.ReadRequestHeader(&req); err != nil {
+		if err := c.readHeader(&req); err != nil {
 			if tooLarge := c.limits.tooLarge(); tooLarge != nil {
 				c.srv.opts.logger.Warn("dispatch: closing net/rpc connection: a request is too large", "remote", c.remote, "err", tooLarge)
 			} else if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -145,7 +146,7 @@ func (c *codecConn) read() {
 		call, e := c.start(&req)
 		if e != nil {
 			// The body must be read past, or the next header is misread.
-			if err := c.codec.ReadRequestBody(nil); err != nil {
+			if err := c.readBody(nil); err != nil {
 				c.respond(&req, nil, e)
 				return
 			}
@@ -153,7 +154,7 @@ func (c *codecConn) read() {
 			c.respond(&req, nil, e)
 			continue
 		}
-		err := c.codec.ReadRequestBody(call.args)
+		err := c.readBody(call.args)
 		c.limits.read()
 		if err != nil {
 			c.refuse(call, &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding arguments of " + req.ServiceMethod + ": " + err.Error()})
@@ -238,6 +239,28 @@ func (c *codecConn) respond(req *rpc.Request, reply any, e *Error) {
 		// nothing after it can be read. net/rpc's gob codec closes itself.
 		c.srv.opts.logger.Debug("dispatch: net/rpc response not written; closing the connection", "remote", c.remote, "method", req.ServiceMethod, "err", err)
 		c.close()
+	}
+}
+
+// readHeader and readBody call the codec, turning a panic in it into an
+// error: a codec decoding what a hostile peer sent can panic (encoding/gob
+// did, on a stream FuzzServerCodec made), and the read loop must not take
+// the process down with it. The codec has lost its place, so its next read
+// fails, or the connection ends.
+func (c *codecConn) readHeader(req *rpc.Request) (err error) {
+	defer recoverRead(&err)
+	return c.codec.ReadRequestHeader(req)
+}
+
+func (c *codecConn) readBody(v any) (err error) {
+	defer recoverRead(&err)
+	return c.codec.ReadRequestBody(v)
+}
+
+// recoverRead, deferred, turns a panic of the codec into *err.
+func recoverRead(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("dispatch: the net/rpc codec panicked reading: %v", r)
 	}
 }
 

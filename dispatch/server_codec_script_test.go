@@ -28,6 +28,9 @@ type scriptStep struct {
 	headerErr error // ReadRequestHeader fails with it
 	args      any   // what ReadRequestBody decodes: a value of the method's argument type
 	bodyErr   error // ReadRequestBody fails with it
+	// headerPanic and bodyPanic, when not nil, make the read panic with
+	// them, as a decoder confused by a hostile stream can.
+	headerPanic, bodyPanic any
 }
 
 // written is a response a scriptCodec was asked to write.
@@ -80,6 +83,9 @@ func (s *scriptCodec) ReadRequestHeader(r *rpc.Request) error {
 		if st.headerErr != nil {
 			return st.headerErr
 		}
+		if st.headerPanic != nil {
+			panic(st.headerPanic)
+		}
 		s.cur = st
 		*r = st.req
 		return nil
@@ -91,6 +97,9 @@ func (s *scriptCodec) ReadRequestHeader(r *rpc.Request) error {
 func (s *scriptCodec) ReadRequestBody(body any) error {
 	if s.cur.bodyErr != nil {
 		return s.cur.bodyErr
+	}
+	if s.cur.bodyPanic != nil {
+		panic(s.cur.bodyPanic)
 	}
 	if body != nil && s.cur.args != nil {
 		reflect.ValueOf(body).Elem().Set(reflect.ValueOf(s.cur.args))
@@ -290,5 +299,28 @@ func TestServeCodecScriptedHeaderError(t *testing.T) {
 	assertWritten(t, []written{{1, "Arith.Block", "context canceled", struct{}{}}}, sc.responses())
 	assert.Equal(t, int32(1), sc.closes.Load(), "the codec's Close calls")
 	assert.Equal(t, []error{garbled}, log.errs("dispatch: net/rpc connection ended"))
+	assertServes(t, srv)
+}
+
+// TestServeCodecScriptedPanic: a codec that panics reading (as encoding/gob
+// can on a stream made to confuse it) does not take the process down: a
+// body's panic is answered as a body that cannot be decoded, and the
+// connection goes on; a header's panic ends the connection, as a header
+// that cannot be read does. The Server then serves new clients.
+func TestServeCodecScriptedPanic(t *testing.T) {
+	srv := arithServer(t, nil)
+	sc := newScript(
+		scriptStep{req: rpc.Request{ServiceMethod: "Arith.Multiply", Seq: 1}, bodyPanic: "runtime error: a nil pointer"},
+		scriptStep{req: rpc.Request{ServiceMethod: "Arith.Multiply", Seq: 2}, args: Args{6, 7}},
+		scriptStep{headerPanic: "confused"},
+	)
+	done := serveScript(t, srv, sc)
+	recv(t, done, waitLong, "ServeCodec's return after the header's panic")
+	got := sc.responses()
+	require.Len(t, got, 2, "responses written: %v", got)
+	assert.Equal(t, uint64(1), got[0].seq)
+	assert.Equal(t, "dispatch: decoding arguments of Arith.Multiply: dispatch: the net/rpc codec panicked reading: runtime error: a nil pointer", got[0].err)
+	assert.Equal(t, written{2, "Arith.Multiply", "", 42}, got[1])
+	assert.Equal(t, int32(1), sc.closes.Load(), "the codec's Close calls")
 	assertServes(t, srv)
 }
