@@ -4,8 +4,10 @@
 // confidence intervals: met, missed or unsure),
 // docs/bench.svg (a bar chart of ns/op at 16B), docs/concurrency.svg
 // (calls/s against concurrent callers) and docs/bench.txt (go test's raw
-// output, for benchstat). BenchmarkIdle runs in a pass of its own, once per
-// -count, with -idle-conns connections per row. Run it from the bench directory:
+// output, for benchstat). Some benchmarks run in passes of their own (see
+// plan): the in-process Unary rows and BenchmarkSlowLink one sample per go
+// test, -count times; BenchmarkIdle once per -count, with -idle-conns
+// connections per row. Run it from the bench directory:
 //
 //	go run ./cmd/report                 # -count 6, go test's default -benchtime
 //	go run ./cmd/report -count 10 -benchtime 2s
@@ -27,6 +29,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +45,8 @@ func main() {
 	in := flag.String("in", "", "parse this saved go test output instead of running the benchmarks")
 	out := flag.String("out", "", "directory for bench.md, bench.svg, concurrency.svg and bench.txt (default: the bench module's docs)")
 	idleConns := flag.Int("idle-conns", 10000, "connections per row of BenchmarkIdle, run apart with -benchtime 1x")
+	shortBenchtime := flag.String("short-benchtime", "2s", "go test -benchtime of the in-process Unary rows (shortRows), run apart one sample per go test, -count times")
+	slowBenchtime := flag.String("slowlink-benchtime", "2s", "go test -benchtime of BenchmarkSlowLink, run apart one sample per go test, -count times")
 	flag.Parse()
 	if *count < 1 {
 		fail(errors.New("-count must be at least 1"))
@@ -66,31 +71,22 @@ func main() {
 		}
 		command = "(saved output " + filepath.Base(*in) + ")"
 	} else {
-		// Every benchmark but BenchmarkIdle, with -benchtime as given; then
-		// BenchmarkIdle, whose op is a round of opening and closing
-		// -idle-conns connections, once per -count (-benchtime 1x).
-		args := []string{"test", "-run", "^$", "-bench", *bench, "-skip", "^BenchmarkIdle$", "-benchmem", "-count", strconv.Itoa(*count), "-timeout", timeout.String()}
-		if *benchtime != "" {
-			args = append(args, "-benchtime", *benchtime)
-		}
-		args = append(args, ".")
-		command = "go " + strings.Join(args, " ")
-		fmt.Fprintln(os.Stderr, command)
-		if raw, err = runGo(ctx, dir, args, nil); err != nil {
-			fail(err)
-		}
-		if pat, ok := idlePattern(*bench); ok {
-			env := fmt.Sprintf("%s=%d", idleConnsEnv, *idleConns)
-			args := []string{"test", "-run", "^$", "-bench", pat, "-benchmem", "-count", strconv.Itoa(*count), "-benchtime", "1x", "-timeout", timeout.String(), "."}
-			idleCommand := env + " go " + strings.Join(args, " ")
-			fmt.Fprintln(os.Stderr, idleCommand)
-			more, err := runGo(ctx, dir, args, []string{env})
-			if err != nil {
-				fail(err)
+		var commands []string
+		for _, ps := range plan(runOptions{
+			bench: *bench, count: *count, timeout: *timeout, idleConns: *idleConns,
+			benchtime: *benchtime, shortBenchtime: *shortBenchtime, slowBenchtime: *slowBenchtime,
+		}) {
+			fmt.Fprintln(os.Stderr, ps)
+			for range ps.rounds {
+				more, err := runGo(ctx, dir, ps.args, ps.env)
+				if err != nil {
+					fail(err)
+				}
+				raw = append(raw, more...)
 			}
-			raw = append(raw, more...)
-			command += "; " + idleCommand
+			commands = append(commands, ps.String())
 		}
+		command = strings.Join(commands, "; ")
 		// Configuration lines, which benchstat reads as such, so that a
 		// report redone with -in says what was run and when.
 		head := fmt.Sprintf("command: %s\ndate: %s\n", command, time.Now().UTC().Format("2006-01-02"))
@@ -171,21 +167,146 @@ func moduleDir(ctx context.Context) (string, error) {
 // of connections from.
 const idleConnsEnv = "ZERODIAL_BENCH_IDLE_CONNS"
 
-// idlePattern returns the -bench pattern of the BenchmarkIdle pass: the
-// user's pattern with its first element (go test splits a pattern at
-// slashes and matches each element against one level of names) replaced by
-// ^BenchmarkIdle$, and false when that first element does not match
-// BenchmarkIdle, so that the pass would run nothing.
-func idlePattern(bench string) (string, bool) {
+// runOptions are what plan needs of the command line.
+type runOptions struct {
+	bench                                    string
+	count, idleConns                         int
+	timeout                                  time.Duration
+	benchtime, shortBenchtime, slowBenchtime string
+}
+
+// pass is one go test command of a report's run, made rounds times.
+type pass struct {
+	args   []string // after "go"
+	env    []string // added to the environment
+	rounds int
+}
+
+// String is the pass as a shell would run it, with "(N×)" when it is run
+// more than once.
+func (p pass) String() string {
+	s := strings.Join(append(slices.Clone(p.env), "go "+strings.Join(p.args, " ")), " ")
+	if p.rounds > 1 {
+		s += fmt.Sprintf(" (%d×)", p.rounds)
+	}
+	return s
+}
+
+// shortRows are the BenchmarkUnary rows whose call stays in the process and
+// takes from a few hundred ns to a few µs: the shortcut paths and the floors
+// under them, which the targets divide by one another. Their ns/op moved by
+// ±40% between reports, while their cpu-ns/op stayed within a few percent,
+// and each sample ran a million iterations or more: the time was the
+// shared machine's, other processes taking the cores for part of a
+// second. go test -count repeats each row back to back, so one row's
+// samples all fell in the same few seconds, its reference's minutes away:
+// a burst of load moved the whole row, and its interval stayed narrow.
+// They run apart, one sample of every row per go test, -count times, so
+// that each round measures a row and its reference seconds apart and the
+// samples of a row are spread over the pass, each over -short-benchtime.
+var shortRows = []string{
+	"zerodial-direct",
+	"zerodial-direct-generic",
+	"zerodial-copy",
+	"zerodial-direct-deadline",
+	"zerodial-direct-generic-deadline",
+	"zerodial-copy-deadline",
+	"floor-reflect",
+	"floor-chan",
+}
+
+// plan returns the go test commands of a report's run:
+//
+//   - every benchmark but those the next passes run, with -benchtime as
+//     given, -count times each;
+//   - BenchmarkUnary's rows but shortRows, the same way (a pass of its
+//     own only because go test takes one -skip pattern);
+//   - shortRows, -count rounds of one sample each, with -short-benchtime;
+//   - BenchmarkSlowLink, -count rounds of one sample each, with
+//     -slowlink-benchtime: an op is one call through a 100 Mbit/s proxy,
+//     from under a ms (16B) to about 200 ms (an incompressible MiB), so a
+//     time bound gives every row a sample of the same length where a fixed
+//     count (-benchtime Nx) would make 16B's a few ms, all timer and
+//     scheduler noise, or the MiB rows' minutes long; rounds measure a row
+//     and its -plain twin seconds apart;
+//   - BenchmarkIdle, whose op is a round of opening and closing
+//     -idle-conns connections, once per -count (-benchtime 1x).
+//
+// Each pass keeps the -bench pattern's selection; a pass that would
+// select nothing is left out.
+func plan(o runOptions) []pass {
+	base := func(pattern string, count int) []string {
+		args := []string{"test", "-run", "^$", "-bench", pattern}
+		return append(args, "-benchmem", "-count", strconv.Itoa(count), "-timeout", o.timeout.String())
+	}
+	with := func(args []string, benchtime string, more ...string) []string {
+		if benchtime != "" {
+			args = append(args, "-benchtime", benchtime)
+		}
+		return append(append(args, more...), ".")
+	}
+	var out []pass
+	out = append(out, pass{args: with(base(o.bench, o.count), o.benchtime, "-skip", "^Benchmark(Idle|SlowLink|Unary)$"), rounds: 1})
+	if pat, ok := passPattern(o.bench, "BenchmarkUnary"); ok {
+		out = append(out, pass{args: with(base(pat, o.count), o.benchtime, "-skip", "^BenchmarkUnary$/^("+strings.Join(shortRows, "|")+")$"), rounds: 1})
+	}
+	if pat, ok := shortPattern(o.bench); ok {
+		out = append(out, pass{args: with(base(pat, 1), o.shortBenchtime), rounds: o.count})
+	}
+	if pat, ok := passPattern(o.bench, "BenchmarkSlowLink"); ok {
+		out = append(out, pass{args: with(base(pat, 1), o.slowBenchtime), rounds: o.count})
+	}
+	if pat, ok := passPattern(o.bench, "BenchmarkIdle"); ok {
+		out = append(out, pass{args: with(base(pat, o.count), "1x"), env: []string{fmt.Sprintf("%s=%d", idleConnsEnv, o.idleConns)}, rounds: 1})
+	}
+	return out
+}
+
+// passPattern returns the -bench pattern of a pass of the benchmark top
+// alone: the user's pattern with its first element (go test splits a
+// pattern at slashes and matches each element against one level of names)
+// replaced by ^top$, and false when that first element does not match top,
+// so that the pass would run nothing.
+func passPattern(bench, top string) (string, bool) {
 	first, rest, more := strings.Cut(bench, "/")
 	re, err := regexp.Compile(first)
-	if err != nil || !re.MatchString("BenchmarkIdle") {
+	if err != nil || !re.MatchString(top) {
 		return "", false
 	}
 	if more {
-		return "^BenchmarkIdle$/" + rest, true
+		return "^" + top + "$/" + rest, true
 	}
-	return "^BenchmarkIdle$", true
+	return "^" + top + "$", true
+}
+
+// shortPattern returns the -bench pattern of the shortRows pass: those of
+// shortRows the user's pattern selects in BenchmarkUnary, by name, and the
+// rest of the pattern (the sizes); false when it selects none.
+func shortPattern(bench string) (string, bool) {
+	pat, ok := passPattern(bench, "BenchmarkUnary")
+	if !ok {
+		return "", false
+	}
+	_, rest, _ := strings.Cut(pat, "/")
+	second, sizes, more := strings.Cut(rest, "/")
+	re, err := regexp.Compile(second)
+	if err != nil {
+		return "", false
+	}
+	var rows []string
+	for _, r := range shortRows {
+		if re.MatchString(r) {
+			rows = append(rows, regexp.QuoteMeta(r))
+		}
+	}
+	if len(rows) == 0 {
+		return "", false
+	}
+	pat = "^BenchmarkUnary$/^(" + strings.Join(rows, "|") + ")$"
+	if more {
+		pat += "/" + sizes
+	}
+	return pat, true
 }
 
 // runGo runs the go command in dir, with env added to the environment,

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // canned is go test output in the shape the benchmarks print, with the
@@ -486,7 +488,7 @@ BenchmarkUnary/jsonrpc-tcp/16B-2 	10000	 50000 ns/op	 1000 B/op	 30 allocs/op
 	}
 }
 
-func TestIdlePattern(t *testing.T) {
+func TestPassPattern(t *testing.T) {
 	for in, want := range map[string]string{
 		".":                "^BenchmarkIdle$",
 		"Idle":             "^BenchmarkIdle$",
@@ -495,9 +497,72 @@ func TestIdlePattern(t *testing.T) {
 		"Stream":           "",
 		"(Unary|Idle)/tcp": "^BenchmarkIdle$/tcp",
 	} {
-		got, ok := idlePattern(in)
+		got, ok := passPattern(in, "BenchmarkIdle")
 		if ok != (want != "") || got != want {
-			t.Errorf("idlePattern(%q) = %q, %v; want %q", in, got, ok, want)
+			t.Errorf("passPattern(%q, BenchmarkIdle) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
+
+func TestShortPattern(t *testing.T) {
+	all := "^BenchmarkUnary$/^(zerodial-direct|zerodial-direct-generic|zerodial-copy|zerodial-direct-deadline|zerodial-direct-generic-deadline|zerodial-copy-deadline|floor-reflect|floor-chan)$"
+	for in, want := range map[string]string{
+		".":                           all,
+		"Unary":                       all,
+		"Unary/.*/16B":                all + "/16B",
+		"Unary/zerodial-mux":          "",
+		"Unary/^zerodial-direct$/16B": "^BenchmarkUnary$/^(zerodial-direct)$/16B",
+		"Unary/floor":                 "^BenchmarkUnary$/^(floor-reflect|floor-chan)$",
+		"Stream":                      "",
+		"SlowLink":                    "",
+	} {
+		got, ok := shortPattern(in)
+		if ok != (want != "") || got != want {
+			t.Errorf("shortPattern(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
+
+// TestPlan checks the go test commands of a full run: every benchmark once,
+// in the pass that suits it.
+func TestPlan(t *testing.T) {
+	got := plan(runOptions{bench: ".", count: 6, idleConns: 10000, timeout: 80 * time.Minute, shortBenchtime: "2s", slowBenchtime: "2s"})
+	want := []string{
+		"go test -run ^$ -bench . -benchmem -count 6 -timeout 1h20m0s -skip ^Benchmark(Idle|SlowLink|Unary)$ .",
+		"go test -run ^$ -bench ^BenchmarkUnary$ -benchmem -count 6 -timeout 1h20m0s -skip ^BenchmarkUnary$/^(zerodial-direct|zerodial-direct-generic|zerodial-copy|zerodial-direct-deadline|zerodial-direct-generic-deadline|zerodial-copy-deadline|floor-reflect|floor-chan)$ .",
+		"go test -run ^$ -bench ^BenchmarkUnary$/^(zerodial-direct|zerodial-direct-generic|zerodial-copy|zerodial-direct-deadline|zerodial-direct-generic-deadline|zerodial-copy-deadline|floor-reflect|floor-chan)$ -benchmem -count 1 -timeout 1h20m0s -benchtime 2s . (6×)",
+		"go test -run ^$ -bench ^BenchmarkSlowLink$ -benchmem -count 1 -timeout 1h20m0s -benchtime 2s . (6×)",
+		"ZERODIAL_BENCH_IDLE_CONNS=10000 go test -run ^$ -bench ^BenchmarkIdle$ -benchmem -count 6 -timeout 1h20m0s -benchtime 1x .",
+	}
+	var gotS []string
+	for _, p := range got {
+		gotS = append(gotS, p.String())
+	}
+	if !slices.Equal(gotS, want) {
+		t.Errorf("plan:\n%s\nwant:\n%s", strings.Join(gotS, "\n"), strings.Join(want, "\n"))
+	}
+
+	// A subset keeps to what it selects, and -benchtime reaches the
+	// passes that run -count samples each.
+	got = plan(runOptions{bench: "Unary/zerodial-mux/16B", count: 3, timeout: time.Hour, benchtime: "100ms", shortBenchtime: "2s", slowBenchtime: "2s"})
+	gotS = nil
+	for _, p := range got {
+		gotS = append(gotS, p.String())
+	}
+	want = []string{
+		"go test -run ^$ -bench Unary/zerodial-mux/16B -benchmem -count 3 -timeout 1h0m0s -benchtime 100ms -skip ^Benchmark(Idle|SlowLink|Unary)$ .",
+		"go test -run ^$ -bench ^BenchmarkUnary$/zerodial-mux/16B -benchmem -count 3 -timeout 1h0m0s -benchtime 100ms -skip ^BenchmarkUnary$/^(zerodial-direct|zerodial-direct-generic|zerodial-copy|zerodial-direct-deadline|zerodial-direct-generic-deadline|zerodial-copy-deadline|floor-reflect|floor-chan)$ .",
+	}
+	if !slices.Equal(gotS, want) {
+		t.Errorf("plan:\n%s\nwant:\n%s", strings.Join(gotS, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestShortRowsKnown: every row of shortRows is a row of the report.
+func TestShortRowsKnown(t *testing.T) {
+	for _, r := range shortRows {
+		if !slices.ContainsFunc(impls, func(im struct{ name, family string }) bool { return im.name == r }) {
+			t.Errorf("shortRows has %s, which impls lacks", r)
 		}
 	}
 }
