@@ -131,11 +131,12 @@ func TestWriteReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var md, svg bytes.Buffer
-	if err := WriteMarkdown(&md, s, Machine{CPU: "test CPU", Cores: 2, Procs: 2, GoVersion: "go1.26", Date: "2026-01-02", Count: 3}); err != nil {
+	if err := WriteMarkdown(&md, s, Machine{CPU: "test CPU", Cores: 2, Procs: 2, GoVersion: "go1.26", Date: "2026-01-02", Count: 3, Command: "go test -bench (Unary|Stream)"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
 		"| CPU | test CPU |",
+		"| command | `go test -bench (Unary\\|Stream)` |",
 		"| zerodial-mux ≤ 0.8× netrpc-yamux (16B ns/op) | 0.49× | — | unsure (median: met) |",
 		"| zerodial-mux ≤ 1.1× floor-yamux (16B ns/op) | no data | — | — |",
 		"| ~~zerodial-mux ≤ 0.33× grpc-tcp (16B ns/op)~~ | no data | floor-yamux (ns/op) | no data |",

@@ -382,7 +382,7 @@ func WriteMarkdown(w io.Writer, s *Set, m Machine) error {
 	p("and how to read the ratios. Every number is the median of %d %s.\n\n![ns/op per implementation at 16B](bench.svg)\n\n", m.Count, runs)
 	p("| machine | |\n| --- | --- |\n")
 	p("| CPU | %s |\n| cores | %d (GOMAXPROCS %d) |\n| Go | %s |\n| date | %s |\n| command | `%s` |\n\n",
-		m.CPU, m.Cores, m.Procs, m.GoVersion, m.Date, m.Command)
+		m.CPU, m.Cores, m.Procs, m.GoVersion, m.Date, strings.ReplaceAll(m.Command, "|", `\|`)) // a | would end the cell, even in a code span
 
 	p("## Targets\n\nEach target is judged on the interval that holds its figure with %d%% confidence ", int(2*confidence*100-100))
 	p("(each median's %d%% interval as benchstat computes it, golang.org/x/perf/benchmath, assuming nothing ", int(confidence*100))
