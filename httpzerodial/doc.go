@@ -39,6 +39,17 @@
 //   - A message larger than the read limit (WithReadMaxBytes, by default
 //     the 4 MiB frame limit of zerodial's wire) is refused with
 //     resource_exhausted.
+//   - Compression is each protocol's own, connect-go's gzip: a request
+//     compressed by its client (Content-Encoding for a unary Connect call,
+//     Connect-Content-Encoding for a Connect stream, Grpc-Encoding for gRPC
+//     and gRPC-Web) is inflated, and the answer is compressed whenever the
+//     client says it takes gzip (Accept-Encoding, Connect-Accept-Encoding,
+//     Grpc-Accept-Encoding), however small: connect-go's handlers have no
+//     floor unless given one (connect.WithCompressMinBytes, through
+//     WithConnectOptions). The read limit applies after decompression: a
+//     small request that inflates beyond it is refused with
+//     resource_exhausted without being held whole, though connect-go
+//     inflates the rest of it, into nothing, to say how large it was.
 //
 // Describe serves the list of the methods with the JSON Schema of what each
 // takes and gives, for a person with curl to know what to send. The health
