@@ -195,10 +195,10 @@ func (p pass) String() string {
 // shortRows are the BenchmarkUnary rows whose call stays in the process and
 // takes from a few hundred ns to a few µs: the shortcut paths and the floors
 // under them, which the targets divide by one another. Their ns/op moved by
-// ±40% between reports, while their cpu-ns/op stayed within a few percent,
-// and each sample ran a million iterations or more: the time was the
-// shared machine's, other processes taking the cores for part of a
-// second. go test -count repeats each row back to back, so one row's
+// ±40% between reports; on the shared 2-core machine, one row's samples
+// ranged over 2.4× in ns/op while its cpu-ns/op stayed within 10%, each
+// sample a million iterations or more: the time lost was the machine's,
+// other processes taking the cores for part of a second. go test -count repeats each row back to back, so one row's
 // samples all fell in the same few seconds, its reference's minutes away:
 // a burst of load moved the whole row, and its interval stayed narrow.
 // They run apart, one sample of every row per go test, -count times, so
