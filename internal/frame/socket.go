@@ -389,6 +389,20 @@ func (s *Socket) Recv(m *transport.Message) error {
 	return mapped
 }
 
+// Buffered reports whether the whole of the next frame has arrived and
+// waits in the read buffer: a Recv would return it without waiting for
+// the peer. It never waits: while a Recv is under way it reports false.
+// A dispatch Server's reader asks it to know that another request is
+// there already, and holds back the write of the reply it has just
+// queued so that the next one joins it (BenchmarkParallel).
+func (s *Socket) Buffered() bool {
+	if !s.rmu.TryLock() {
+		return false
+	}
+	defer s.rmu.Unlock()
+	return s.r.buffered()
+}
+
 // PeekFrame waits until the next frame has begun to arrive, taking none
 // of it: a deadline that passes meanwhile leaves the socket usable. It is
 // what a transport.FrameWaiter's WaitFrame needs; the tcp transport offers
