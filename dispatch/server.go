@@ -219,6 +219,7 @@ func (s *Server) track(sock transport.Socket, wire transport.Wire) *serverConn {
 		WaitWritten(ctx context.Context) error
 	})
 	_, c.inlineOK = sock.(transport.FrameWaiter)
+	c.more, _ = sock.(interface{ Buffered() bool })
 	if d := s.opts.replyTimeout; d > 0 {
 		c.watchdog = connwatch.NewWatchdog(d, c.stalled)
 	}

@@ -29,6 +29,9 @@ type serverCall struct {
 	size    int64 // the request's body, counted in the connection's bytes
 	// stream is the handler's side of a stream; nil for a unary call.
 	stream *serverStream
+	// inline says the call runs on the goroutine that read it, which
+	// reads on once it is answered (runInline).
+	inline bool
 
 	deadline    time.Time
 	hasDeadline bool
@@ -102,7 +105,7 @@ func (call *serverCall) answer(e *Error) {
 		c.bytes.Add(-call.size)
 		c.endStream(call.seqText, call.name, call.sealReply(), e)
 	} else {
-		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e)
+		c.reply(call.seqText, call.name, call.cdc, call.reply, call.sealReply(), e, call.inline)
 		c.bytes.Add(-call.size)
 	}
 	c.mu.Lock()

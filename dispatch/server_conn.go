@@ -87,6 +87,11 @@ type serverConn struct {
 	// inlineOK is set when sock is a transport.FrameWaiter, the transports
 	// a call that comes alone is faster on the reading goroutine over.
 	inlineOK bool
+	// more is sock's Buffered, when it has one (frame.Socket's): whether
+	// the next request has arrived whole.
+	more interface{ Buffered() bool }
+	// hold is the write of replies the reader holds back (replyHold).
+	hold replyHold
 }
 
 // drain sends the Drain notice (WIRE.md) on a goroutine of its own, for a
@@ -117,7 +122,7 @@ func (c *serverConn) close() { c.sock.Close() }
 // notifyDrain tells the peer that the Server is shutting down (WIRE.md,
 // Drain); false if the notice could not be sent.
 func (c *serverConn) notifyDrain() bool {
-	return c.sendBounded(&transport.Message{Header: map[string]string{rpcwire.Drain: ""}}) == nil
+	return c.sendBounded(&transport.Message{Header: map[string]string{rpcwire.Drain: ""}}, false) == nil
 }
 
 // flushed waits until the frames the connection has queued on its socket
@@ -184,6 +189,9 @@ func (c *serverConn) expireIdle() {
 func (c *serverConn) run() {
 	m := &c.msg
 	for {
+		if c.hold.held() && !c.more.Buffered() {
+			c.writeHeld() // the peer's next request has not arrived
+		}
 		if err := c.sock.Recv(m); err != nil {
 			if c.shedding.Load() && errors.Is(err, transport.ErrTimeout) {
 				// quiet asked for the large buffer back.
@@ -241,9 +249,11 @@ func (c *serverConn) run() {
 				if c.runInline(call) {
 					continue
 				}
+				c.writeHeld()
 				return // the reading was handed on meanwhile
 			}
 			c.srv.work(c)
+			c.writeHeld()
 			c.srv.serveIncoming(call, call.name)
 			return
 		}
@@ -255,6 +265,7 @@ func (c *serverConn) run() {
 func (c *serverConn) teardown() {
 	c.cancelAll()
 	c.sock.Close()
+	c.writeHeld() // fails at once, and lets the socket's queue go
 	if c.watchdog != nil {
 		c.watchdog.Stop()
 	}
@@ -357,7 +368,7 @@ func (c *serverConn) refuse(open bool, seqText, name string, e *Error) {
 		c.endStream(seqText, name, nil, e)
 		return
 	}
-	c.reply(seqText, name, nil, nil, nil, e)
+	c.reply(seqText, name, nil, nil, nil, e, false)
 }
 
 func (c *serverConn) cancel(seq uint64) {

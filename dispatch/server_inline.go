@@ -33,6 +33,7 @@ func (c *serverConn) lone() bool {
 func (c *serverConn) runInline(call *serverCall) bool {
 	start := time.Now().UnixNano()
 	c.inline.Store(start)
+	call.inline = true
 	if c.swept.CompareAndSwap(false, true) {
 		sweep.Add(c)
 	}
@@ -41,9 +42,13 @@ func (c *serverConn) runInline(call *serverCall) bool {
 }
 
 // Sweep is the quiet sweep's visit (internal/sweep): it hands the
-// reading on when the inline call has run for sweep.QuietAfter, and
-// reports whether the sweep is done with c.
+// reading on when the inline call has run for sweep.QuietAfter, and has
+// the replies the reader holds back written when it has held them that
+// long (replyHold); it reports whether the sweep is done with c.
 func (c *serverConn) Sweep(now int64) bool {
+	if c.hold.takeStale(now) {
+		c.srv.work((*heldWrite)(c))
+	}
 	start := c.inline.Load()
 	if start > 0 && now-start < int64(sweep.QuietAfter) {
 		return false
@@ -51,10 +56,10 @@ func (c *serverConn) Sweep(now int64) bool {
 	if start > 0 && c.inline.CompareAndSwap(start, handedOn) {
 		c.srv.work(c)
 	}
-	// Let go of c. A call that began meanwhile found swept still set and
-	// did not add c again: look once more after clearing it.
+	// Let go of c. A call that began meanwhile, or a hold, found swept
+	// still set and did not add c again: look once more after clearing it.
 	c.swept.Store(false)
-	if s := c.inline.Load(); s > 0 && c.swept.CompareAndSwap(false, true) {
+	if (c.inline.Load() > 0 || c.hold.held()) && c.swept.CompareAndSwap(false, true) {
 		return false
 	}
 	return true

@@ -27,9 +27,10 @@ const maxPooledBody = 2 << 20
 // metadata or an error's message included, is answered with
 // CodeInternal (replyTooLarge) without them; a reply that cannot be sent
 // at all closes the connection, so the caller sees a failure rather than
-// waiting forever.
-func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md Metadata, e *Error) {
-	err := c.sendReply(seqText, name, cdc, reply, md, e)
+// waiting forever. mayHold says the caller is the connection's reader,
+// which may hold the reply's write back (replyHold).
+func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md Metadata, e *Error, mayHold bool) {
+	err := c.sendReply(seqText, name, cdc, reply, md, e, mayHold)
 	if err == nil {
 		return
 	}
@@ -39,7 +40,7 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md 
 		// message — as the shortcut does (replyCheck). Should even that
 		// be too big (a name near the frame limit), the connection
 		// closes.
-		if err = c.sendReply(seqText, name, nil, nil, nil, replyTooLarge(name, err)); err == nil {
+		if err = c.sendReply(seqText, name, nil, nil, nil, replyTooLarge(name, err), mayHold); err == nil {
 			return
 		}
 	}
@@ -48,7 +49,7 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md 
 
 // sendReply encodes and sends one reply; reply says what to do when it
 // fails.
-func (c *serverConn) sendReply(seqText, name string, cdc codec.Codec, reply any, md Metadata, e *Error) error {
+func (c *serverConn) sendReply(seqText, name string, cdc codec.Codec, reply any, md Metadata, e *Error, mayHold bool) error {
 	r := responses.Get().(*response)
 	defer func() {
 		r.msg.Body = nil
@@ -74,7 +75,7 @@ func (c *serverConn) sendReply(seqText, name string, cdc codec.Codec, reply any,
 	r.msg.Body = body
 	n := int64(len(body))
 	c.bytes.Add(n)
-	err := c.sendBounded(&r.msg)
+	err := c.sendBounded(&r.msg, mayHold)
 	c.bytes.Add(-n)
 	return err
 }
@@ -91,7 +92,9 @@ func (c *serverConn) sendReply(seqText, name string, cdc codec.Codec, reply any,
 // calls finishing together share a write (BenchmarkParallel). The
 // socket's queue bounds what waits there (frame's maxQueued), and what
 // waits counts in WithMaxBytesPerConn until it is written (held).
-func (c *serverConn) sendBounded(m *transport.Message) error {
+// mayHold says the caller is the connection's reader, which may hold the
+// write back while the next request is there already (replyHold).
+func (c *serverConn) sendBounded(m *transport.Message, mayHold bool) error {
 	w := c.watchdog
 	if w != nil {
 		w.Begin()
@@ -101,7 +104,7 @@ func (c *serverConn) sendBounded(m *transport.Message) error {
 		return c.sock.Send(m)
 	}
 	flush, err := c.batch.Queue(m)
-	if flush && err == nil {
+	if flush && err == nil && !(mayHold && c.holdReply()) {
 		err = c.batch.Flush(context.Background())
 	}
 	return err

@@ -110,7 +110,7 @@ func (st *serverStream) send(m any) error {
 	} else {
 		n := int64(len(body))
 		c.bytes.Add(n)
-		err = c.sendBounded(&st.msg)
+		err = c.sendBounded(&st.msg, false)
 		c.bytes.Add(-n)
 	}
 	st.msg.Body = nil
@@ -136,7 +136,7 @@ func (st *serverStream) grant(n int) {
 		return // the stream is over: its end may be out already
 	}
 	st.win.Header[rpcwire.Window] = rpcwire.FormatWindow(n)
-	if err := st.call.conn.sendBounded(&st.win); err != nil && !isFrameTooLarge(err) {
+	if err := st.call.conn.sendBounded(&st.win, false); err != nil && !isFrameTooLarge(err) {
 		st.call.conn.sock.Close()
 	}
 }
@@ -149,7 +149,7 @@ func (call *serverCall) serveStream() *Error {
 	// The server's window is the first frame it sends on the stream, so
 	// that it precedes every grant (WIRE.md).
 	st.win.Header[rpcwire.Window] = rpcwire.FormatWindow(c.srv.opts.streamWindow)
-	if err := c.sendBounded(&st.win); err != nil {
+	if err := c.sendBounded(&st.win, false); err != nil {
 		c.sock.Close()
 	}
 	return c.srv.invokeStream(call, call.meth, st)
@@ -183,12 +183,12 @@ func endTooLarge(name string, err error) *Error {
 // a unary reply would: the caller learns why, rather than losing the
 // connection.
 func (c *serverConn) endStream(seqText, name string, md Metadata, e *Error) {
-	err := c.sendBounded(&transport.Message{Header: endHeader(seqText, md, e)})
+	err := c.sendBounded(&transport.Message{Header: endHeader(seqText, md, e)}, false)
 	if err == nil {
 		return
 	}
 	if isFrameTooLarge(err) {
-		err = c.sendBounded(&transport.Message{Header: endHeader(seqText, nil, endTooLarge(name, err))})
+		err = c.sendBounded(&transport.Message{Header: endHeader(seqText, nil, endTooLarge(name, err))}, false)
 		if err == nil {
 			return
 		}
