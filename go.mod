@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/hashicorp/yamux v0.1.2
+	github.com/klauspost/compress v1.20.4
 	github.com/stretchr/testify v1.12.1
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.uber.org/goleak v1.3.0

@@ -26,3 +26,10 @@ const DefaultHandshakeTimeout = 10 * time.Second
 // that a peer stopping half way through a frame does not hold its
 // connection for long. Their WithFrameTimeout option changes it.
 const DefaultFrameTimeout = 30 * time.Second
+
+// DefaultCompressionThreshold is the smallest message body the tcp and mux
+// transports compress (with S2, WIRE.md "Compression") when the peer
+// accepts compressed frames: 1 KiB. A body that compression does not
+// shrink by an eighth goes as it is. Their WithCompressionThreshold option
+// changes it, and WithoutCompression turns compression off both ways.
+const DefaultCompressionThreshold = 1 << 10

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"strconv"
@@ -310,7 +311,11 @@ func TestBytesPerConnAreBounded(t *testing.T) {
 	before := runtime.NumGoroutine()
 	sock, err := tr.Dial(context.Background(), addr)
 	require.NoError(t, err)
-	body, err := codec.Msgpack.Marshal(make([]byte, 64<<10))
+	// Incompressible, so that each call costs the peer what it costs the
+	// server.
+	blob := make([]byte, 64<<10)
+	rand.NewChaCha8([32]byte{}).Read(blob)
+	body, err := codec.Msgpack.Marshal(blob)
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() {
@@ -382,7 +387,11 @@ func testBytesPerConnIsACeiling(t *testing.T, tr transport.Transport, listen str
 
 	sock, err := tr.Dial(context.Background(), addr)
 	require.NoError(t, err)
-	body, err := codec.Msgpack.Marshal(make([]byte, 64<<10))
+	// Incompressible, so that each call costs the peer what it costs the
+	// server.
+	blob := make([]byte, 64<<10)
+	rand.NewChaCha8([32]byte{}).Read(blob)
+	body, err := codec.Msgpack.Marshal(blob)
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() {

@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"testing"
@@ -125,7 +126,10 @@ func TestStreamInboxCountsUnwritten(t *testing.T) {
 		dispatch.WithReplyTimeout(time.Minute))
 	flooded := make(chan struct{})
 	require.NoError(t, dispatch.HandleStream(srv, "B.Flood", func(ctx context.Context, s *dispatch.ServerStream[[]byte, []byte]) error {
+		// Incompressible, so that compression does not shrink what the
+		// socket holds unwritten.
 		b := make([]byte, 64<<10)
+		rand.NewChaCha8([32]byte{}).Read(b)
 		for range sent / len(b) {
 			if err := s.Send(&b); err != nil {
 				return err

@@ -43,14 +43,14 @@ func NewClientConn(ctx context.Context, conn net.Conn, opts ...Option) (*ClientC
 	}
 	t := fromConfig(cfg)
 	// Client closes conn on failure. Without TLS it is the exchange alone.
-	c, err := t.setup.Client(ctx, conn, peer)
+	c, theirs, err := t.setup.Client(ctx, conn, peer)
 	if err != nil {
 		t.cfg.Logger.Log(ctx, prefaceLogLevel(err), "mux: NewClientConn failed", "side", "client", "remote", peer, "err", err)
 		t.Close()
 		return nil, err
 	}
 	cs := t.newClientSession(peer, func() {})
-	sess, err := cs.start(c)
+	sess, err := cs.start(c, theirs)
 	if err != nil {
 		t.Close()
 		return nil, err
@@ -176,8 +176,8 @@ func NewServerConn(ctx context.Context, conn net.Conn, opts ...Option) (transpor
 		conn.Close()
 		return nil, err
 	}
-	setup := netconn.Setup{Proto: preface.Mux, Timeout: cfg.HandshakeTimeout}
-	c, err := setup.Server(ctx, conn, peer)
+	setup := netconn.Setup{Proto: preface.Mux, Timeout: cfg.HandshakeTimeout, Caps: netconn.Caps(cfg.CompressionThreshold)}
+	c, theirs, err := setup.Server(ctx, conn, peer)
 	if err != nil {
 		cfg.Logger.Log(ctx, prefaceLogLevel(err), "mux: NewServerConn failed", "side", "server", "remote", peer, "err", err)
 		c.Close()
@@ -186,7 +186,7 @@ func NewServerConn(ctx context.Context, conn net.Conn, opts ...Option) (transpor
 	l := newListener(&cfg, setup, nil, conn.LocalAddr())
 	l.ended = make(chan struct{})
 	l.remote = peer
-	ss, err := l.startSession(c, peer)
+	ss, err := l.startSession(c, theirs, peer)
 	if err != nil {
 		l.Close()
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -274,7 +275,7 @@ func TestWriteTimeoutClosesStream(t *testing.T) {
 	// Larger than the stream window, with nobody reading: part is sent,
 	// then the deadline passes.
 	require.NoError(t, c.SetWriteDeadline(time.Now().Add(100*time.Millisecond)))
-	err := c.Send(&transport.Message{Body: make([]byte, 1<<20)})
+	err := c.Send(&transport.Message{Body: incompressible(1 << 20)})
 	require.ErrorIs(t, err, transport.ErrTimeout)
 	require.ErrorIs(t, c.Send(&transport.Message{}), transport.ErrClosed, "the socket closed itself")
 
@@ -345,4 +346,12 @@ func TestSendReceivedThenSessionClosed(t *testing.T) {
 		require.Eventually(t, func() bool { return tr.sessions() == 0 }, 5*time.Second, time.Millisecond)
 	}
 	assert.Zero(t, failed, "Sends of %d that the peer received but were reported failed", rounds)
+}
+
+// incompressible returns n bytes that compression cannot shrink, so that a
+// test about windows and deadlines sends as many bytes as it says.
+func incompressible(n int) []byte {
+	b := make([]byte, n)
+	rand.NewChaCha8([32]byte{}).Read(b)
+	return b
 }

@@ -253,7 +253,7 @@ func (l *listener) serve(c net.Conn) {
 	// Before the tap, which must see yamux's bytes only (track.go); and
 	// before yamux.Server, so a client of another protocol never gets a
 	// session. l.ctx ends with Close, which cuts the set-up short.
-	c, err := l.setup.Server(l.ctx, c, remote)
+	c, theirs, err := l.setup.Server(l.ctx, c, remote)
 	<-l.setting
 	if f := (*netconn.Foreign)(nil); errors.As(err, &f) {
 		l.handOn(f, remote)
@@ -271,7 +271,7 @@ func (l *listener) serve(c net.Conn) {
 		c.Close()
 		return
 	}
-	ss, err := l.startSession(c, remote)
+	ss, err := l.startSession(c, theirs, remote)
 	if err != nil {
 		return
 	}
@@ -304,10 +304,12 @@ func prefaceLogLevel(err error) slog.Level {
 }
 
 // startSession starts a yamux server on c, which is set up, and registers
-// it with the listener. On failure c is closed.
-func (l *listener) startSession(c net.Conn, remote string) (*serverSession, error) {
+// it with the listener; peer is the preface the client sent. On failure c
+// is closed.
+func (l *listener) startSession(c net.Conn, peer preface.Preface, remote string) (*serverSession, error) {
 	log := l.cfg.Logger
 	ss := &serverSession{l: l, tr: newTracker(), remote: remote}
+	ss.tr.comp = netconn.Compression(l.cfg.CompressionThreshold, peer)
 	if n := l.cfg.streamLimit; n > 0 {
 		ss.slots = make(chan struct{}, n)
 		ss.backSlots = make(chan struct{}, n)

@@ -84,6 +84,7 @@ func fromConfig(cfg config) *Transport {
 			TLS:      cfg.TLS,
 			Timeout:  cfg.HandshakeTimeout,
 			Fallback: cfg.Fallback,
+			Caps:     netconn.Caps(cfg.CompressionThreshold),
 		},
 		current: make(map[string]*clientSession),
 		all:     make(map[*clientSession]struct{}),

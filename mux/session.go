@@ -10,6 +10,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/netconn"
+	"github.com/zerodial/transport/internal/preface"
 )
 
 // clientSession is the session kept for one remote address, from the first
@@ -186,16 +187,18 @@ func (cs *clientSession) connect(ctx context.Context) (*yamux.Session, error) {
 	}
 	// The preface goes on the connection itself, before the tap, which
 	// must see yamux's bytes only (track.go).
-	c, err = t.setup.Client(ctx, c, cs.addr)
+	c, peer, err := t.setup.Client(ctx, c, cs.addr)
 	if err != nil {
 		return nil, err
 	}
-	return cs.start(c)
+	return cs.start(c, peer)
 }
 
 // start runs the yamux client over c, which is set up, through the
-// session's tap. On failure c is closed.
-func (cs *clientSession) start(c net.Conn) (*yamux.Session, error) {
+// session's tap; peer is the preface the listener sent. On failure c is
+// closed.
+func (cs *clientSession) start(c net.Conn, peer preface.Preface) (*yamux.Session, error) {
+	cs.tr.comp = netconn.Compression(cs.t.cfg.CompressionThreshold, peer)
 	log := newSessionLogger(cs.t.cfg.Logger, "client", cs.addr)
 	sess, err := yamux.Client(newTapConn(c, cs.tr), cs.t.cfg.sessionConfig(log))
 	if err != nil {

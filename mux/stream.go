@@ -343,7 +343,7 @@ type socket struct {
 var _ transport.Socket = (*socket)(nil)
 
 func newSocket(c *streamConn, o options.Common) *socket {
-	return &socket{Socket: frame.NewSocket(c, o.MaxFrameSize).WithFrameTimeout(o.FrameTimeout), c: c}
+	return &socket{Socket: frame.NewSocket(c, o.MaxFrameSize).WithFrameTimeout(o.FrameTimeout).WithCompression(c.t.comp), c: c}
 }
 
 // TLS reports the TLS state of the session's connection

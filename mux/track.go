@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"sync"
+
+	"github.com/zerodial/transport/internal/frame"
 )
 
 // yamux's frame header (see its spec.md, "Framing"): version, type, flags,
@@ -45,6 +47,9 @@ type tracker struct {
 	// tls is the session's connection when it is TLS, for the streams'
 	// TLS state; set before any stream exists.
 	tls *tls.Conn
+	// comp is what the streams' sockets do about compression, from the
+	// prefaces the session's ends exchanged; set before any stream exists.
+	comp frame.Compression
 
 	// wmu is held by tapConn across each write of a data frame and the
 	// count of its payload (streamConn.sent), and connClosed is closed once

@@ -41,7 +41,7 @@ func TestStreamWindowFollowsFrameLimit(t *testing.T) {
 // window (the minimum) the same Send waits for a reader that never comes,
 // until its deadline.
 func TestDefaultWindowHoldsFrameOfLimit(t *testing.T) {
-	big := &transport.Message{Body: make([]byte, transport.DefaultMaxFrameSize)}
+	big := &transport.Message{Body: incompressible(transport.DefaultMaxFrameSize)}
 	for name, tc := range map[string]struct {
 		opts    []Option
 		wantErr error

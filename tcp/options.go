@@ -32,6 +32,28 @@ func WithMaxFrameSize(n int) Option {
 	return option(func(c *options.Common) { c.SetMaxFrameSize(n) })
 }
 
+// WithCompressionThreshold sets the smallest message body compressed, in
+// bytes (transport.DefaultCompressionThreshold, 1 KiB, by default). Bodies
+// this large or larger are compressed with S2 when the peer announced in
+// its preface that it accepts compressed frames (WIRE.md, "Compression"),
+// and go as they are otherwise, or when compression does not shrink them
+// by an eighth; after such a body the next eight are not tried, so that
+// incompressible traffic costs little. n must be at least 1; otherwise Dial and Listen (or NewSocket)
+// fail. A peer without compression, of any version, interoperates: it
+// announces nothing and is sent nothing compressed.
+func WithCompressionThreshold(n int) Option {
+	return option(func(c *options.Common) { c.SetCompressionThreshold(n) })
+}
+
+// WithoutCompression turns compression off both ways: this end neither
+// compresses what it sends nor announces that it accepts compressed frames,
+// so its peer sends none. Compression costs CPU that a fast link (loopback,
+// a LAN of 10 Gbit/s or more) does not pay back on large compressible
+// bodies; on slower links it pays many times over.
+func WithoutCompression() Option {
+	return option(func(c *options.Common) { c.CompressionThreshold = 0 })
+}
+
 // WithTLS makes the Transport speak TLS with cfg: Dial uses it as a client
 // configuration and Listen as a server one. cfg is cloned when the option
 // is applied, so later changes to it have no effect; a nil cfg means no

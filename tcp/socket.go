@@ -50,8 +50,8 @@ func NewSocket(ctx context.Context, conn net.Conn, opts ...Option) (transport.So
 	}
 	// Without TLS, Client's set-up is the exchange alone, the same on
 	// either end; and it closes conn on failure, as NewSocket must.
-	setup := netconn.Setup{Proto: preface.TCP, Timeout: o.HandshakeTimeout}
-	c, err := setup.Client(ctx, conn, peer)
+	setup := netconn.Setup{Proto: preface.TCP, Timeout: o.HandshakeTimeout, Caps: netconn.Caps(o.CompressionThreshold)}
+	c, theirs, err := setup.Client(ctx, conn, peer)
 	if err != nil {
 		level := slog.LevelDebug
 		if preface.Mismatch(err) {
@@ -60,7 +60,7 @@ func NewSocket(ctx context.Context, conn net.Conn, opts ...Option) (transport.So
 		o.Logger.Log(ctx, level, "tcp: NewSocket failed", "remote", peer, "err", err)
 		return nil, err
 	}
-	return newSocket(c, o), nil
+	return newSocket(c, theirs, o), nil
 }
 
 // errTLSOption refuses WithTLS in NewSocket.
@@ -83,8 +83,12 @@ func newSocketErr(o options.Common, peer string) error {
 	return err
 }
 
-func newSocket(c net.Conn, o options.Common) transport.Socket {
-	return &socket{frame.NewSocket(c, o.MaxFrameSize).WithFrameTimeout(o.FrameTimeout)}
+// newSocket returns the Socket of c, set up with o, whose peer sent the
+// preface peer.
+func newSocket(c net.Conn, peer preface.Preface, o options.Common) transport.Socket {
+	return &socket{frame.NewSocket(c, o.MaxFrameSize).
+		WithFrameTimeout(o.FrameTimeout).
+		WithCompression(netconn.Compression(o.CompressionThreshold, peer))}
 }
 
 // socket is a tcp connection's transport.Socket: frame's, and a

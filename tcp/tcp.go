@@ -41,9 +41,10 @@ var (
 func New(opts ...Option) *Transport {
 	o := apply(opts)
 	return &Transport{
-		opts:  o,
-		err:   o.Err(),
-		setup: netconn.Setup{Proto: preface.TCP, TLS: o.TLS, Timeout: o.HandshakeTimeout, Fallback: o.Fallback},
+		opts: o,
+		err:  o.Err(),
+		setup: netconn.Setup{Proto: preface.TCP, TLS: o.TLS, Timeout: o.HandshakeTimeout, Fallback: o.Fallback,
+			Caps: netconn.Caps(o.CompressionThreshold)},
 	}
 }
 
@@ -72,11 +73,11 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 	if err != nil {
 		return nil, netconn.DialError(ctx, err)
 	}
-	c, err = t.setup.Client(ctx, c, addr)
+	c, peer, err := t.setup.Client(ctx, c, addr)
 	if err != nil {
 		return nil, err
 	}
-	return newSocket(c, t.opts), nil
+	return newSocket(c, peer, t.opts), nil
 }
 
 // acceptBacklog bounds the connections a listener holds that Accept has not
@@ -110,7 +111,7 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 		opts:    t.opts,
 		setup:   t.setup,
 		slots:   make(chan struct{}, acceptBacklog),
-		ready:   make(chan net.Conn, acceptBacklog),
+		ready:   make(chan setUpConn, acceptBacklog),
 		done:    make(chan struct{}),
 		setting: make(map[net.Conn]struct{}),
 	}
@@ -127,7 +128,7 @@ type listener struct {
 	// returned by Accept or closed. ready, as large, holds the connections
 	// set up, so a set-up goroutine never waits to queue one.
 	slots chan struct{}
-	ready chan net.Conn
+	ready chan setUpConn
 	done  chan struct{} // closed by Close
 	// closedFlag is set with done, and cheaper to test.
 	closedFlag atomic.Bool
@@ -138,6 +139,12 @@ type listener struct {
 	mu      sync.Mutex
 	closed  bool
 	setting map[net.Conn]struct{} // being set up; Close closes them
+}
+
+// setUpConn is a connection set up, with the preface its peer sent.
+type setUpConn struct {
+	net.Conn
+	peer preface.Preface
 }
 
 // Closed reports whether Close has been called (transport.ClosedReporter).
@@ -161,7 +168,7 @@ func (l *listener) Accept() (transport.Socket, error) {
 			c.Close()
 			return nil, transport.ErrClosed
 		}
-		return newSocket(c, l.opts), nil
+		return newSocket(c.Conn, c.peer, l.opts), nil
 	case <-l.done:
 		return nil, transport.ErrClosed
 	}
@@ -205,7 +212,7 @@ func (l *listener) setUp(raw net.Conn) {
 	remote := raw.RemoteAddr().String()
 	// No ctx: Close ends a set-up by closing raw, which it finds in
 	// l.setting.
-	c, err := l.setup.Server(context.Background(), raw, remote)
+	c, peer, err := l.setup.Server(context.Background(), raw, remote)
 	if f := (*netconn.Foreign)(nil); errors.As(err, &f) {
 		l.handOn(f, raw, remote)
 		return
@@ -215,7 +222,7 @@ func (l *listener) setUp(raw net.Conn) {
 	delete(l.setting, raw)
 	closed := l.closed
 	if err == nil && !closed {
-		l.ready <- c // never blocks: ready has room for every slot
+		l.ready <- setUpConn{c, peer} // never blocks: ready has room for every slot
 		l.mu.Unlock()
 		return
 	}

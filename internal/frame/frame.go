@@ -77,6 +77,9 @@ type Reader struct {
 	scratch []byte
 	prefix  [PrefixLen]byte
 	interns interner
+	// flags are the frame flags this Reader accepts: FlagS2 once this end
+	// announced it, else none.
+	flags byte
 }
 
 // bufferedReader is what a Reader reads from: a *bufio.Reader, or a
@@ -136,7 +139,7 @@ func (fr *Reader) Read(m *transport.Message) error {
 	if p[0] != Version {
 		return &MidFrameError{fmt.Errorf("%w: frame version %d, want %d", transport.ErrProtocol, p[0], Version)}
 	}
-	if p[1] != 0 {
+	if p[1]&^fr.flags != 0 {
 		return &MidFrameError{fmt.Errorf("%w: unknown frame flags %#x", transport.ErrProtocol, p[1])}
 	}
 	hl := uint64(binary.BigEndian.Uint32(p[2:6]))
@@ -147,7 +150,13 @@ func (fr *Reader) Read(m *transport.Message) error {
 	if err := fr.readHeader(m, int(hl)); err != nil {
 		return &MidFrameError{err}
 	}
-	if err := fr.readBody(m, int(bl)); err != nil {
+	var err error
+	if p[1]&FlagS2 != 0 {
+		err = fr.readPacked(m, int(hl), int(bl))
+	} else {
+		err = fr.readBody(m, int(bl))
+	}
+	if err != nil {
 		return &MidFrameError{err}
 	}
 	return nil

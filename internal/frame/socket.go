@@ -59,6 +59,9 @@ type Socket struct {
 	rawTCP bool
 	// q orders and coalesces writes (SendAsync).
 	q sendQueue
+	// pack compresses large bodies; nil when the peer accepts no
+	// compressed frame or compression is off.
+	pack *packer
 }
 
 // NewSocket returns a Socket of frames over c, refusing frames larger than
@@ -87,6 +90,22 @@ func (s *Socket) WithFrameTimeout(d time.Duration) *Socket {
 	return s
 }
 
+// WithCompression sets what the socket does about compressed frames
+// (WIRE.md, "Compression"): it compresses bodies of at least c.Min bytes,
+// and reads compressed frames when c.Accept is set. It must be called
+// before the first Send or Recv; it returns s.
+func (s *Socket) WithCompression(c Compression) *Socket {
+	s.pack = nil
+	if c.Min > 0 {
+		s.pack = &packer{min: c.Min}
+	}
+	s.r.flags = 0
+	if c.Accept {
+		s.r.flags = FlagS2
+	}
+	return s
+}
+
 // Conn returns the connection under the socket.
 func (s *Socket) Conn() net.Conn { return s.conn }
 
@@ -106,23 +125,29 @@ func (s *Socket) TLS() (tls.ConnectionState, bool) {
 // to take them, so that a peer that stops reading cannot make the socket
 // copy every waiting sender's frame.
 func (s *Socket) Send(m *transport.Message) error {
+	pk := s.pack.pack(m.Body, s.max)
 	hl, err := s.admit(m)
 	if err != nil {
+		pk.release()
 		return err
 	}
 	q := &s.q
 	if err := q.room(); err != nil {
 		q.mu.Unlock()
+		pk.release()
 		return err
 	}
 	if !q.claim() {
-		s.enqueue(m, hl)
+		s.enqueue(m.Header, hl, pk)
+		// Copied: a sender waiting for its batch holds no compressed copy.
+		pk.release()
 		err := q.waitBatch(q.batch)
 		q.mu.Unlock()
 		return err
 	}
 	q.mu.Unlock()
-	err = s.send(m, hl)
+	err = s.send(m.Header, hl, pk)
+	pk.release()
 	// What queued meanwhile goes now; if this write closed the socket, it
 	// fails with it.
 	q.drain(s.writeQueued)
@@ -157,12 +182,14 @@ func (s *Socket) admit(m *transport.Message) (int, error) {
 // writing. It never waits for room (maxQueued): what its callers queue
 // behind a blocked write is theirs to bound.
 func (s *Socket) SendAsync(m *transport.Message) error {
+	pk := s.pack.pack(m.Body, s.max)
+	defer pk.release() // enqueue copies it
 	hl, err := s.admit(m)
 	if err != nil {
 		return err
 	}
 	q := &s.q
-	s.enqueue(m, hl)
+	s.enqueue(m.Header, hl, pk)
 	start := q.claim()
 	q.mu.Unlock()
 	if start {
@@ -182,6 +209,8 @@ func (s *Socket) SendAsync(m *transport.Message) error {
 // their own lock once their request is queued, so that the requests of
 // the next callers join the write in flight instead of each making one.
 func (s *Socket) Queue(m *transport.Message) (flush bool, err error) {
+	pk := s.pack.pack(m.Body, s.max)
+	defer pk.release() // enqueue copies it
 	hl, err := s.admit(m)
 	if err != nil {
 		return false, err
@@ -191,17 +220,18 @@ func (s *Socket) Queue(m *transport.Message) (flush bool, err error) {
 		q.mu.Unlock()
 		return false, err
 	}
-	s.enqueue(m, hl)
+	s.enqueue(m.Header, hl, pk)
 	flush = q.claim()
 	q.mu.Unlock()
 	return flush, nil
 }
 
-// enqueue copies m into the queue as one frame; q.mu is held.
-func (s *Socket) enqueue(m *transport.Message, hl int) {
+// enqueue copies a frame of header h (hl bytes encoded) and body pk into
+// the queue; q.mu is held.
+func (s *Socket) enqueue(h map[string]string, hl int, pk packed) {
 	q := &s.q
 	n := len(q.buf)
-	q.buf = append(s.appendHead(q.buf, m, hl), m.Body...)
+	q.buf = append(appendHead(q.buf, h, hl, pk), pk.body...)
 	q.unwritten.Add(int64(len(q.buf) - n))
 }
 
@@ -303,23 +333,24 @@ func (s *Socket) writeQueued(b []byte) error {
 	return mapped
 }
 
-// send writes m as one frame at once.
-func (s *Socket) send(m *transport.Message, hl int) (err error) {
+// send writes a frame of header h (hl bytes encoded) and body pk at once.
+func (s *Socket) send(h map[string]string, hl int, pk packed) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	buf := s.appendHead(s.wbuf[:0], m, hl)
+	buf := appendHead(s.wbuf[:0], h, hl, pk)
+	body := pk.body
 	var n int64
-	if len(m.Body) <= copyLimit {
-		buf = append(buf, m.Body...)
+	if len(body) <= copyLimit {
+		buf = append(buf, body...)
 		var w int
 		w, err = s.conn.Write(buf)
 		n = int64(w)
 	} else if jw, ok := s.conn.(JoinedWriter); ok {
 		var w int
-		w, err = jw.WriteJoined(buf, m.Body)
+		w, err = jw.WriteJoined(buf, body)
 		n = int64(w)
 	} else {
-		bufs := net.Buffers{buf, m.Body}
+		bufs := net.Buffers{buf, body}
 		n, err = bufs.WriteTo(s.conn)
 	}
 	if cap(buf) <= 2*copyLimit {
@@ -335,11 +366,13 @@ func (s *Socket) send(m *transport.Message, hl int) (err error) {
 	return mapped
 }
 
-func (s *Socket) appendHead(b []byte, m *transport.Message, hl int) []byte {
-	b = append(b, Version, 0)
+// appendHead appends a frame's prefix and header block: header h, hl bytes
+// encoded, and body pk as it goes on the wire.
+func appendHead(b []byte, h map[string]string, hl int, pk packed) []byte {
+	b = append(b, Version, pk.flags)
 	b = binary.BigEndian.AppendUint32(b, uint32(hl))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Body)))
-	for k, v := range m.Header {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(pk.body)))
+	for k, v := range h {
 		b = binary.AppendUvarint(b, uint64(len(k)))
 		b = append(b, k...)
 		b = binary.AppendUvarint(b, uint64(len(v)))

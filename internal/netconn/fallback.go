@@ -35,13 +35,13 @@ var aLongTimeAgo = time.Unix(1, 0)
 // by ALPN is handed on without a byte read: zerodial has no ALPN protocol,
 // so such a client speaks something else (h2 or http/1.1, for a web client
 // of a listener whose configuration lists them in NextProtos).
-func (s Setup) answer(ctx context.Context, c net.Conn, remote string) (net.Conn, error) {
+func (s Setup) answer(ctx context.Context, c net.Conn, remote string) (net.Conn, preface.Preface, error) {
 	if tc, ok := c.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol != "" {
-		return nil, &Foreign{Kind: fallback.KindOf(tc), Conn: tc}
+		return nil, preface.Preface{}, &Foreign{Kind: fallback.KindOf(tc), Conn: tc}
 	}
-	got, err := preface.Answer(ctx, c, s.Proto, remote, s.Timeout)
+	got, peer, err := preface.Answer(ctx, c, s.me(), remote, s.Timeout)
 	if !preface.Foreign(err) {
-		return c, err
+		return c, peer, err
 	}
 	// c keeps Answer's deadline, so the preface and the bytes read to tell
 	// the kind are bounded by one handshake timeout, and ctx still cuts
@@ -55,7 +55,7 @@ func (s Setup) answer(ctx context.Context, c net.Conn, remote string) (net.Conn,
 		err = c.SetDeadline(time.Time{})
 	}
 	if err != nil {
-		return c, fmt.Errorf("%s: connection from %s, not zerodial: %w", s.name(), remote, err)
+		return c, preface.Preface{}, fmt.Errorf("%s: connection from %s, not zerodial: %w", s.name(), remote, err)
 	}
-	return nil, &Foreign{Kind: kind, Conn: sc}
+	return nil, preface.Preface{}, &Foreign{Kind: kind, Conn: sc}
 }

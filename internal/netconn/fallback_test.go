@@ -33,7 +33,7 @@ func TestServerFallback(t *testing.T) {
 
 	c, s := tcpPair(t)
 	srv := serve(t.Context(), setup, s)
-	_, err := Setup{Proto: preface.TCP, Timeout: time.Second}.Client(t.Context(), c, "server")
+	_, _, err := Setup{Proto: preface.TCP, Timeout: time.Second}.Client(t.Context(), c, "server")
 	require.NoError(t, err)
 	require.NoError(t, (<-srv).err)
 

@@ -37,18 +37,24 @@ type Setup struct {
 	// replayed, as a *Foreign, for the caller to hand to Fallback, where
 	// it would fail. nil: the exchange of preface.Exchange.
 	Fallback *fallback.Listener
+	// Caps is what this end announces in its preface (preface.CapS2...).
+	Caps byte
 }
+
+// me is the preface this end sends.
+func (s Setup) me() preface.Preface { return preface.Of(s.Proto).With(s.Caps) }
 
 func (s Setup) name() string { return preface.ProtocolName(s.Proto) }
 
 // Client sets c up as the dialling end: c was just dialled to addr, which
 // names the peer in errors and, when the TLS configuration has no
 // ServerName, gives the name the server's certificate must hold. It
-// returns the connection to use, c or its TLS wrapping. Every step ends
+// returns the connection to use, c or its TLS wrapping, and the peer's
+// preface, which says what it announced. Every step ends
 // when ctx does, with an error matching ctx.Err(); a peer that is not of
 // the protocol fails with an error matching transport.ErrProtocol. On
 // failure c is closed.
-func (s Setup) Client(ctx context.Context, c net.Conn, addr string) (net.Conn, error) {
+func (s Setup) Client(ctx context.Context, c net.Conn, addr string) (net.Conn, preface.Preface, error) {
 	Tune(c)
 	if s.TLS != nil {
 		cfg := s.TLS
@@ -62,18 +68,19 @@ func (s Setup) Client(ctx context.Context, c net.Conn, addr string) (net.Conn, e
 		_ = c.SetDeadline(time.Now().Add(s.Timeout))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("%s: tls handshake with %s: %w", s.name(), addr, DialError(ctx, err))
+			return nil, preface.Preface{}, fmt.Errorf("%s: tls handshake with %s: %w", s.name(), addr, DialError(ctx, err))
 		}
 		c = tc
 	}
-	if err := preface.Exchange(ctx, c, s.Proto, addr, s.Timeout); err != nil {
+	peer, err := preface.Exchange(ctx, c, s.me(), addr, s.Timeout)
+	if err != nil {
 		c.Close()
 		if s.TLS == nil && plaintextRefused(err) {
-			return nil, fmt.Errorf("%w (the listener may require TLS, which this client is not configured for)", err)
+			return nil, peer, fmt.Errorf("%w (the listener may require TLS, which this client is not configured for)", err)
 		}
-		return nil, err
+		return nil, peer, err
 	}
-	return c, nil
+	return c, peer, nil
 }
 
 // plaintextRefused reports whether a plaintext client's preface exchange
@@ -98,7 +105,7 @@ func isTimeout(err error) bool {
 
 // Server sets c up as the listening end: c was just accepted from remote,
 // which names the peer in errors. It returns the connection to use, c or
-// its TLS wrapping. ctx cuts the set-up short (mux ends it when its
+// its TLS wrapping, and the peer's preface. ctx cuts the set-up short (mux ends it when its
 // listener closes; tcp closes the connection instead). A failed TLS
 // handshake is a *TLSError, so that the listener can log it as the
 // misconfiguration it usually is; a client that is not of the protocol
@@ -111,7 +118,7 @@ func isTimeout(err error) bool {
 // wrapping once the handshake is done), after it has logged why: a peer
 // that sees the connection end can then count on finding the reason in
 // the log.
-func (s Setup) Server(ctx context.Context, c net.Conn, remote string) (net.Conn, error) {
+func (s Setup) Server(ctx context.Context, c net.Conn, remote string) (net.Conn, preface.Preface, error) {
 	Tune(c)
 	if s.TLS != nil {
 		tc := tls.Server(c, s.TLS)
@@ -119,12 +126,13 @@ func (s Setup) Server(ctx context.Context, c net.Conn, remote string) (net.Conn,
 		err := tc.HandshakeContext(hctx)
 		cancel()
 		if err != nil {
-			return c, &TLSError{Transport: s.name(), Err: err}
+			return c, preface.Preface{}, &TLSError{Transport: s.name(), Err: err}
 		}
 		c = tc
 	}
 	if s.Fallback == nil {
-		return c, preface.Exchange(ctx, c, s.Proto, remote, s.Timeout)
+		peer, err := preface.Exchange(ctx, c, s.me(), remote, s.Timeout)
+		return c, peer, err
 	}
 	return s.answer(ctx, c, remote)
 }

@@ -29,7 +29,7 @@ type result struct {
 func serve(ctx context.Context, srv Setup, c net.Conn) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
-		sc, err := srv.Server(ctx, c, "client")
+		sc, _, err := srv.Server(ctx, c, "client")
 		ch <- result{sc, err}
 	}()
 	return ch
@@ -48,7 +48,7 @@ func TestSetup(t *testing.T) {
 			srv := serve(t.Context(), Setup{Proto: preface.TCP, TLS: tc.server, Timeout: time.Second}, s)
 			// No ServerName: it defaults to the host dialled, for which
 			// the certificate is made.
-			cc, err := Setup{Proto: preface.TCP, TLS: tc.client, Timeout: time.Second}.Client(t.Context(), c, c.RemoteAddr().String())
+			cc, _, err := Setup{Proto: preface.TCP, TLS: tc.client, Timeout: time.Second}.Client(t.Context(), c, c.RemoteAddr().String())
 			require.NoError(t, err)
 			r := <-srv
 			require.NoError(t, r.err)
@@ -70,7 +70,7 @@ func TestSetup(t *testing.T) {
 func TestSetupMismatch(t *testing.T) {
 	c, s := tcpPair(t)
 	srv := serve(t.Context(), Setup{Proto: preface.Mux, Timeout: time.Second}, s)
-	_, err := Setup{Proto: preface.TCP, Timeout: time.Second}.Client(t.Context(), c, "server")
+	_, _, err := Setup{Proto: preface.TCP, Timeout: time.Second}.Client(t.Context(), c, "server")
 	require.ErrorIs(t, err, transport.ErrProtocol)
 	assert.EqualError(t, err, "tcp: server speaks zerodial mux/1, not tcp/1")
 	assertClosed(t, c)
@@ -86,7 +86,7 @@ func TestSetupClientTLSFails(t *testing.T) {
 	serverCfg, _ := testcert.Configs(t)
 	c, s := tcpPair(t)
 	srv := serve(t.Context(), Setup{Proto: preface.Mux, TLS: serverCfg, Timeout: time.Second}, s)
-	_, err := Setup{Proto: preface.Mux, TLS: &tls.Config{}, Timeout: time.Second}.Client(t.Context(), c, c.RemoteAddr().String())
+	_, _, err := Setup{Proto: preface.Mux, TLS: &tls.Config{}, Timeout: time.Second}.Client(t.Context(), c, c.RemoteAddr().String())
 	var unknown x509.UnknownAuthorityError
 	require.ErrorAs(t, err, &unknown)
 	assert.Contains(t, err.Error(), "mux: tls handshake with "+c.RemoteAddr().String()+": ")
@@ -106,7 +106,7 @@ func TestSetupTLSTimeout(t *testing.T) {
 	serverCfg, clientCfg := testcert.Configs(t)
 	c, _ := tcpPair(t)
 	start := time.Now()
-	_, err := Setup{Proto: preface.TCP, TLS: clientCfg, Timeout: 100 * time.Millisecond}.Client(context.Background(), c, c.RemoteAddr().String())
+	_, _, err := Setup{Proto: preface.TCP, TLS: clientCfg, Timeout: 100 * time.Millisecond}.Client(context.Background(), c, c.RemoteAddr().String())
 	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
 	assert.Less(t, time.Since(start), time.Second)
 
@@ -116,7 +116,7 @@ func TestSetupTLSTimeout(t *testing.T) {
 	} {
 		_, s := tcpPair(t)
 		start := time.Now()
-		sc, err := srv.Server(context.Background(), s, "client")
+		sc, _, err := srv.Server(context.Background(), s, "client")
 		var te *TLSError
 		assert.ErrorAs(t, err, &te)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -132,7 +132,7 @@ func TestSetupServerContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()
-	sc, err := Setup{Proto: preface.Mux, Timeout: time.Minute}.Server(ctx, s, "client")
+	sc, _, err := Setup{Proto: preface.Mux, Timeout: time.Minute}.Server(ctx, s, "client")
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, time.Since(start), time.Second)
 	sc.Close()
@@ -155,11 +155,11 @@ func TestSetupPlaintextToTLS(t *testing.T) {
 	done := make(chan struct{})
 	go func() { // a listener closes a connection whose set-up failed
 		defer close(done)
-		if sc, err := (Setup{Proto: preface.TCP, TLS: serverCfg, Timeout: time.Second}).Server(t.Context(), s, "client"); err != nil && sc != nil {
+		if sc, _, err := (Setup{Proto: preface.TCP, TLS: serverCfg, Timeout: time.Second}).Server(t.Context(), s, "client"); err != nil && sc != nil {
 			sc.Close()
 		}
 	}()
-	_, err := Setup{Proto: preface.TCP, Timeout: time.Second}.Client(t.Context(), c, "server")
+	_, _, err := Setup{Proto: preface.TCP, Timeout: time.Second}.Client(t.Context(), c, "server")
 	require.ErrorIs(t, err, transport.ErrProtocol)
 	assert.Contains(t, err.Error(), "the listener may require TLS")
 	<-done
@@ -170,7 +170,7 @@ func TestSetupPlaintextToTLS(t *testing.T) {
 			s.Write(got)
 			io.Copy(io.Discard, s)
 		}()
-		_, err := Setup{Proto: preface.TCP, Timeout: time.Second}.Client(t.Context(), c, "server")
+		_, _, err := Setup{Proto: preface.TCP, Timeout: time.Second}.Client(t.Context(), c, "server")
 		require.ErrorIs(t, err, transport.ErrProtocol)
 		assert.Equal(t, got[0] == 0x15, strings.Contains(err.Error(), "may require TLS"), "%v", err)
 		s.Close()

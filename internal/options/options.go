@@ -43,6 +43,11 @@ type Common struct {
 	// Fallback, when not nil, takes the connections a network listener
 	// finds not to speak zerodial (WIRE.md, "One port").
 	Fallback *fallback.Listener
+	// CompressionThreshold is the smallest body a network transport
+	// compresses for a peer that accepts it (WIRE.md, "Compression"); zero
+	// turns compression off both ways: the end neither announces nor sends
+	// it.
+	CompressionThreshold int
 
 	Problems
 }
@@ -62,11 +67,12 @@ func NewProblems(pkg string) Problems { return Problems{pkg: pkg} }
 // starts the errors it records.
 func New(pkg string) Common {
 	return Common{
-		MaxFrameSize:     transport.DefaultMaxFrameSize,
-		Logger:           slog.New(slog.DiscardHandler),
-		HandshakeTimeout: transport.DefaultHandshakeTimeout,
-		FrameTimeout:     transport.DefaultFrameTimeout,
-		Problems:         NewProblems(pkg),
+		MaxFrameSize:         transport.DefaultMaxFrameSize,
+		Logger:               slog.New(slog.DiscardHandler),
+		HandshakeTimeout:     transport.DefaultHandshakeTimeout,
+		FrameTimeout:         transport.DefaultFrameTimeout,
+		CompressionThreshold: transport.DefaultCompressionThreshold,
+		Problems:             NewProblems(pkg),
 	}
 }
 
@@ -114,6 +120,16 @@ func (c *Common) SetFrameTimeout(d time.Duration) {
 		return
 	}
 	c.FrameTimeout = d
+}
+
+// SetCompressionThreshold is WithCompressionThreshold: n must be at least
+// 1 (WithoutCompression turns compression off).
+func (c *Common) SetCompressionThreshold(n int) {
+	if n < 1 {
+		c.Invalid("WithCompressionThreshold", n, "must be at least 1 (WithoutCompression turns compression off)")
+		return
+	}
+	c.CompressionThreshold = n
 }
 
 // Invalid records that option, given value, is refused because of problem,

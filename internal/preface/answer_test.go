@@ -32,13 +32,13 @@ func TestAnswer(t *testing.T) {
 			client, server := mk(t)
 			dialled := make(chan error, 1)
 			go func() {
-				err := Exchange(t.Context(), client, TCP, "server", time.Second)
+				_, err := Exchange(t.Context(), client, Of(TCP), "server", time.Second)
 				if err == nil {
 					_, err = client.Write([]byte("after"))
 				}
 				dialled <- err
 			}()
-			got, err := Answer(t.Context(), server, TCP, "client", time.Second)
+			got, _, err := Answer(t.Context(), server, Of(TCP), "client", time.Second)
 			require.NoError(t, err)
 			assert.Equal(t, Of(TCP).Append(nil), got)
 			buf := make([]byte, 5)
@@ -60,7 +60,7 @@ func TestAnswerForeign(t *testing.T) {
 	_, err := client.Write([]byte(`{"method"`))
 	require.NoError(t, err)
 	start := time.Now()
-	got, err := Answer(t.Context(), server, TCP, "client", 300*time.Millisecond)
+	got, _, err := Answer(t.Context(), server, Of(TCP), "client", 300*time.Millisecond)
 	assert.Less(t, time.Since(start), 250*time.Millisecond, "decided at the first byte, not at the timeout")
 	require.Error(t, err)
 	assert.True(t, Foreign(err))
@@ -91,7 +91,7 @@ func TestAnswerMismatch(t *testing.T) {
 	client, server := pair(t)
 	_, err := client.Write(Of(Mux).Append(nil))
 	require.NoError(t, err)
-	got, err := Answer(t.Context(), server, TCP, "client", time.Second)
+	got, _, err := Answer(t.Context(), server, Of(TCP), "client", time.Second)
 	assert.EqualError(t, err, "tcp: client speaks zerodial mux/1, not tcp/1")
 	assert.True(t, Mismatch(err))
 	assert.False(t, Foreign(err))
@@ -110,7 +110,7 @@ func TestAnswerSilent(t *testing.T) {
 		client, server := pair(t)
 		_, err := client.Write([]byte(sent))
 		require.NoError(t, err)
-		got, err := Answer(context.Background(), server, TCP, "client", 100*time.Millisecond)
+		got, _, err := Answer(context.Background(), server, Of(TCP), "client", 100*time.Millisecond)
 		assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "%q", sent)
 		assert.ErrorIs(t, err, transport.ErrProtocol)
 		assert.False(t, Foreign(err))
@@ -119,7 +119,7 @@ func TestAnswerSilent(t *testing.T) {
 
 	client, server := pair(t)
 	client.Close()
-	_, err := Answer(t.Context(), server, TCP, "client", time.Minute)
+	_, _, err := Answer(t.Context(), server, Of(TCP), "client", time.Minute)
 	assert.ErrorIs(t, err, io.EOF)
 	assert.False(t, Foreign(err))
 }
@@ -129,7 +129,7 @@ func TestAnswerContext(t *testing.T) {
 	_, server := pair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	_, err := Answer(ctx, server, TCP, "client", time.Minute)
+	_, _, err := Answer(ctx, server, Of(TCP), "client", time.Minute)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.False(t, Foreign(err))
 }
@@ -140,7 +140,7 @@ func TestAnswerWriteFails(t *testing.T) {
 	client, server := pair(t)
 	_, err := client.Write(Of(TCP).Append(nil))
 	require.NoError(t, err)
-	_, err = Answer(t.Context(), failingWrites{server}, TCP, "client", time.Second)
+	_, _, err = Answer(t.Context(), failingWrites{server}, Of(TCP), "client", time.Second)
 	assert.EqualError(t, err, "tcp: preface with client: write: broken")
 	assert.NotErrorIs(t, err, transport.ErrProtocol)
 	assert.False(t, errors.Is(err, ErrForeign))

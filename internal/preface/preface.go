@@ -38,18 +38,40 @@ const (
 	Timeout = 10 * time.Second
 )
 
+// Capabilities are the bits of the preface's last byte (WIRE.md,
+// "Capabilities"): optional abilities an end announces and its peer may
+// use, or ignore, without a new version. A receiver ignores bits it does
+// not know.
+const (
+	// CapS2 says that this end accepts frames whose body is compressed
+	// with S2 (frame flag FlagS2).
+	CapS2 byte = 0x01
+)
+
 // Preface is what one end's preface says.
 type Preface struct {
 	Protocol byte
 	Version  byte
+	// Caps is the capabilities byte: what the end announces it accepts.
+	// It takes no part in deciding whether two ends speak the same
+	// protocol.
+	Caps byte
 }
 
-// Of returns the preface this package sends for protocol proto.
+// Of returns the preface this package sends for protocol proto, announcing
+// no capability.
 func Of(proto byte) Preface { return Preface{Protocol: proto, Version: Version} }
 
-// Append appends the eight bytes of p to b. The reserved byte is zero.
+// With returns p announcing caps.
+func (p Preface) With(caps byte) Preface { p.Caps = caps; return p }
+
+// Speaks reports whether p names the same protocol and version as q,
+// whatever either announces.
+func (p Preface) Speaks(q Preface) bool { return p.Protocol == q.Protocol && p.Version == q.Version }
+
+// Append appends the eight bytes of p to b.
 func (p Preface) Append(b []byte) []byte {
-	return append(append(b, Magic...), p.Protocol, p.Version, 0)
+	return append(append(b, Magic...), p.Protocol, p.Version, p.Caps)
 }
 
 // String names p as WIRE.md and transport.Wire do: "tcp/1", "mux/1"; an
@@ -81,9 +103,8 @@ var (
 // past Len are ignored. It returns ErrForeign as soon as b departs from
 // Magic, so a foreign peer that sends a few bytes and waits is told apart
 // without waiting for eight, and ErrIncomplete while b is shorter than Len
-// and agrees with Magic. The reserved byte is not checked: a sender sends
-// 0, and a receiver ignores it, so that a later revision can use it for
-// optional capabilities without a new version.
+// and agrees with Magic. The capabilities byte is returned as it is, bits
+// this end does not know included: the caller uses the ones it knows.
 func Parse(b []byte) (Preface, error) {
 	b = b[:min(len(b), Len)]
 	m := min(len(b), len(Magic))
@@ -93,7 +114,7 @@ func Parse(b []byte) (Preface, error) {
 	if len(b) < Len {
 		return Preface{}, ErrIncomplete
 	}
-	return Preface{Protocol: b[5], Version: b[6]}, nil
+	return Preface{Protocol: b[5], Version: b[6], Caps: b[7]}, nil
 }
 
 // Error is a peer's preface that is missing, foreign or for another
@@ -153,27 +174,27 @@ func isTimeout(err error) bool {
 // write on a net.Conn return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// Exchange writes the preface of proto to c and reads and checks the
-// peer's; both ends do so at once, so the exchange costs one round trip.
-// The write does not wait for the peer's preface, nor the read for the
-// write, so it works over a connection whose writes wait for the peer to
-// read (net.Pipe), where both ends writing first would wait for each
-// other. It reads exactly the peer's preface and nothing after it, so c can
-// be handed on unwrapped. peer names the peer in errors.
+// Exchange writes the preface me to c and reads and checks the peer's,
+// which it returns; both ends do so at once, so the exchange costs one
+// round trip. The write does not wait for the peer's preface, nor the read
+// for the write, so it works over a connection whose writes wait for the
+// peer to read (net.Pipe), where both ends writing first would wait for
+// each other. It reads exactly the peer's preface and nothing after it, so
+// c can be handed on unwrapped. peer names the peer in errors.
 //
 // It gives up after timeout, or when ctx ends, whichever is first; the
 // error then matches ctx.Err(). A peer that sends something else, closes
 // first or stays silent gets an *Error. On success c is left without a
 // deadline; on failure the caller must close c.
-func Exchange(ctx context.Context, c net.Conn, proto byte, peer string, timeout time.Duration) error {
-	name := ProtocolName(proto)
+func Exchange(ctx context.Context, c net.Conn, me Preface, peer string, timeout time.Duration) (Preface, error) {
+	name := ProtocolName(me.Protocol)
 	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+		return Preface{}, fmt.Errorf("%s: preface with %s: %w", name, peer, err)
 	}
 	// A ctx that ends cuts the deadline short, so ctx bounds the exchange
 	// whether it ends by its deadline or by cancellation.
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
-	got, err := exchange(c, proto)
+	got, err := exchange(c, me)
 	if !stop() {
 		// ctx ended, and may cut the deadline short at any moment: the
 		// connection is unusable, whatever the exchange did.
@@ -181,22 +202,31 @@ func Exchange(ctx context.Context, c net.Conn, proto byte, peer string, timeout 
 		if err != nil {
 			cerr = fmt.Errorf("%w: %w", cerr, err)
 		}
-		return fmt.Errorf("%s: preface with %s: %w", name, peer, cerr)
+		return Preface{}, fmt.Errorf("%s: preface with %s: %w", name, peer, cerr)
 	}
-	pe := &Error{Transport: name, Peer: peer, Want: Of(proto), Got: got, Timeout: timeout, Err: err}
+	return settle(c, me, peer, timeout, got, err)
+}
+
+// settle turns what an exchange read into its outcome: the peer's preface
+// when it speaks me's protocol and version, an *Error when it does not or
+// broke off. c loses its deadline on success.
+func settle(c net.Conn, me Preface, peer string, timeout time.Duration, got []byte, err error) (Preface, error) {
+	name := ProtocolName(me.Protocol)
+	pe := &Error{Transport: name, Peer: peer, Want: Of(me.Protocol), Got: got, Timeout: timeout, Err: err}
 	switch {
 	case err == nil:
-		if p, _ := Parse(got); p != Of(proto) {
-			return pe
+		p, _ := Parse(got)
+		if !p.Speaks(me) {
+			return Preface{}, pe
 		}
 		if err := c.SetDeadline(time.Time{}); err != nil {
-			return fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+			return Preface{}, fmt.Errorf("%s: preface with %s: %w", name, peer, err)
 		}
-		return nil
+		return p, nil
 	case got != nil && peerFault(err):
-		return pe
+		return Preface{}, pe
 	}
-	return fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+	return Preface{}, fmt.Errorf("%s: preface with %s: %w", name, peer, err)
 }
 
 // peerFault reports whether a read error means the peer broke off or never
@@ -206,7 +236,7 @@ func peerFault(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || isTimeout(err)
 }
 
-// exchange writes proto's preface and reads the peer's, the write on a
+// exchange writes the preface me and reads the peer's, the write on a
 // goroutine of its own so that neither waits for the other. It returns the
 // peer's bytes (never nil once the write succeeded, nil if it failed but
 // for a timeout) and the error that ended the exchange: nil for a whole
@@ -217,11 +247,11 @@ func peerFault(err error) bool {
 // It returns only once the write has: the connection's deadline bounds it.
 // A failed read does not cut the write short, so that a peer of the wrong
 // kind still learns what this end speaks (WIRE.md, "Mismatch").
-func exchange(c net.Conn, proto byte) ([]byte, error) {
+func exchange(c net.Conn, me Preface) ([]byte, error) {
 	wrote := make(chan error, 1)
 	go func() {
 		var out [Len]byte
-		_, err := c.Write(Of(proto).Append(out[:0]))
+		_, err := c.Write(me.Append(out[:0]))
 		if err != nil {
 			// The exchange has failed: end the read now rather than at
 			// the deadline. The caller closes c.
@@ -265,14 +295,15 @@ func readPreface(c net.Conn) ([]byte, error) {
 
 // Answer is the listening end of Exchange for a listener that serves more
 // than zerodial on its port (WIRE.md, "One port"): it reads first, and
-// writes proto's preface only once the peer's bytes are a whole zerodial
+// writes the preface me only once the peer's bytes are a whole zerodial
 // preface (of any protocol or version, so that a zerodial peer of the wrong
 // kind still learns what this end speaks), so that a client of another
 // protocol never receives a byte from it. A zerodial dialler writes its
 // preface and reads the listener's at once, so the exchange still costs it
 // one round trip.
 //
-// It returns the bytes read: the peer's preface, or, when they depart from
+// It returns the bytes read and, on success, the peer's preface parsed.
+// The bytes are the peer's preface, or, when they depart from
 // the magic, what had arrived by then (at least one byte, at most Len), for
 // the caller to replay to whoever takes the connection. A foreign peer is
 // told apart at its first byte that departs from the magic, without waiting
@@ -283,16 +314,16 @@ func readPreface(c net.Conn) ([]byte, error) {
 // preface, a silent peer or one that closes first, an error matching
 // ctx.Err() when ctx ends. On failure other than ErrForeign the caller must
 // close c.
-func Answer(ctx context.Context, c net.Conn, proto byte, peer string, timeout time.Duration) ([]byte, error) {
-	name := ProtocolName(proto)
+func Answer(ctx context.Context, c net.Conn, me Preface, peer string, timeout time.Duration) ([]byte, Preface, error) {
+	name := ProtocolName(me.Protocol)
 	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return nil, fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+		return nil, Preface{}, fmt.Errorf("%s: preface with %s: %w", name, peer, err)
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
 	got, err := readPreface(c)
 	if err == nil {
 		var out [Len]byte
-		if _, werr := c.Write(Of(proto).Append(out[:0])); werr != nil {
+		if _, werr := c.Write(me.Append(out[:0])); werr != nil {
 			err = fmt.Errorf("write: %w", werr)
 			got = nil
 		}
@@ -302,22 +333,10 @@ func Answer(ctx context.Context, c net.Conn, proto byte, peer string, timeout ti
 		if err != nil {
 			cerr = fmt.Errorf("%w: %w", cerr, err)
 		}
-		return got, fmt.Errorf("%s: preface with %s: %w", name, peer, cerr)
+		return got, Preface{}, fmt.Errorf("%s: preface with %s: %w", name, peer, cerr)
 	}
-	pe := &Error{Transport: name, Peer: peer, Want: Of(proto), Got: got, Timeout: timeout, Err: err}
-	switch {
-	case err == nil:
-		if p, _ := Parse(got); p != Of(proto) {
-			return got, pe
-		}
-		if err := c.SetDeadline(time.Time{}); err != nil {
-			return got, fmt.Errorf("%s: preface with %s: %w", name, peer, err)
-		}
-		return got, nil
-	case got != nil && peerFault(err):
-		return got, pe
-	}
-	return got, fmt.Errorf("%s: preface with %s: %w", name, peer, err)
+	p, err := settle(c, me, peer, timeout, got, err)
+	return got, p, err
 }
 
 // Foreign reports whether err, from Answer, says the peer does not speak

@@ -28,8 +28,31 @@ func TestBytes(t *testing.T) {
 	assert.Equal(t, []byte("ZDIALm\x01\x00"), Of(Mux).Append(nil))
 	assert.Equal(t, "tcp/1", Of(TCP).String())
 	assert.Equal(t, "mux/1", Of(Mux).String())
-	assert.Equal(t, "'x'/2", Preface{'x', 2}.String())
-	assert.Equal(t, `'\x00'/1`, Preface{0, 1}.String())
+	assert.Equal(t, "'x'/2", Preface{Protocol: 'x', Version: 2}.String())
+	assert.Equal(t, `'\x00'/1`, Preface{Protocol: 0, Version: 1}.String())
+	assert.Equal(t, []byte("ZDIALt\x01\x01"), Of(TCP).With(CapS2).Append(nil))
+	assert.Equal(t, "tcp/1", Of(TCP).With(CapS2).String(), "capabilities are not part of the name")
+}
+
+// TestExchangeCapabilities: each end learns what the other announced, and
+// ends that announce different capabilities still agree on the protocol.
+func TestExchangeCapabilities(t *testing.T) {
+	a, b := pair(t)
+	type result struct {
+		p   Preface
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		p, err := Exchange(t.Context(), b, Of(TCP), "a", time.Second)
+		ch <- result{p, err}
+	}()
+	pa, err := Exchange(t.Context(), a, Of(TCP).With(CapS2|0x80), "b", time.Second)
+	require.NoError(t, err)
+	rb := <-ch
+	require.NoError(t, rb.err)
+	assert.Equal(t, Of(TCP), pa, "b announced nothing")
+	assert.Equal(t, Of(TCP).With(CapS2|0x80), rb.p, "b sees a's bits, the unknown one too")
 }
 
 func TestParse(t *testing.T) {
@@ -40,8 +63,8 @@ func TestParse(t *testing.T) {
 	}{
 		{"ZDIALt\x01\x00", Of(TCP), nil},
 		{"ZDIALm\x01\x00", Of(Mux), nil},
-		{"ZDIALm\x02\x00", Preface{Mux, 2}, nil},
-		{"ZDIALt\x01\xff", Of(TCP), nil}, // reserved: ignored
+		{"ZDIALm\x02\x00", Preface{Protocol: Mux, Version: 2}, nil},
+		{"ZDIALt\x01\xff", Of(TCP).With(0xff), nil}, // capabilities: returned, unknown bits too
 		{"ZDIALt\x01\x00trailing", Of(TCP), nil},
 		{"", Preface{}, ErrIncomplete},
 		{"ZD", Preface{}, ErrIncomplete},
@@ -93,8 +116,8 @@ func pair(t *testing.T) (a, b net.Conn) { return prefacetest.Loopback(t) }
 // both runs Exchange on both ends at once and returns their errors.
 func both(ctx context.Context, a, b net.Conn, pa, pb byte) (errA, errB error) {
 	ch := make(chan error, 1)
-	go func() { ch <- Exchange(ctx, b, pb, "a", time.Second) }()
-	errA = Exchange(ctx, a, pa, "b", time.Second)
+	go func() { _, err := Exchange(ctx, b, Of(pb), "a", time.Second); ch <- err }()
+	_, errA = Exchange(ctx, a, Of(pa), "b", time.Second)
 	return errA, <-ch
 }
 
@@ -103,7 +126,8 @@ func TestExchange(t *testing.T) {
 	// What follows the preface is left for the next reader.
 	_, err := b.Write(append(Of(TCP).Append(nil), "after"...))
 	require.NoError(t, err)
-	require.NoError(t, Exchange(t.Context(), a, TCP, "b", time.Second))
+	_, err = Exchange(t.Context(), a, Of(TCP), "b", time.Second)
+	require.NoError(t, err)
 	buf := make([]byte, 5)
 	_, err = io.ReadFull(a, buf)
 	require.NoError(t, err)
@@ -153,7 +177,7 @@ func TestExchangePipeSilent(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	err := Exchange(t.Context(), a, TCP, "b", 100*time.Millisecond)
+	_, err := Exchange(t.Context(), a, Of(TCP), "b", 100*time.Millisecond)
 	assert.EqualError(t, err, "tcp: b sent no preface within 100ms")
 	assert.ErrorIs(t, err, transport.ErrProtocol)
 }
@@ -170,7 +194,7 @@ func TestExchangeWriteFails(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	start := time.Now()
-	err := Exchange(t.Context(), failingWrites{a}, TCP, "b", time.Minute)
+	_, err := Exchange(t.Context(), failingWrites{a}, Of(TCP), "b", time.Minute)
 	assert.EqualError(t, err, "tcp: preface with b: write: broken")
 	assert.NotErrorIs(t, err, transport.ErrProtocol, "this end failed, not the peer")
 	assert.Less(t, time.Since(start), time.Second, "the read outlived the failed write")
@@ -189,7 +213,7 @@ func TestExchangeVersion(t *testing.T) {
 	a, b := pair(t)
 	_, err := b.Write([]byte("ZDIALm\x02\x00"))
 	require.NoError(t, err)
-	err = Exchange(t.Context(), a, Mux, "b", time.Second)
+	_, err = Exchange(t.Context(), a, Of(Mux), "b", time.Second)
 	assert.EqualError(t, err, "mux: b speaks zerodial mux/2, not mux/1")
 	assert.ErrorIs(t, err, transport.ErrProtocol)
 }
@@ -199,7 +223,7 @@ func TestExchangeForeign(t *testing.T) {
 	_, err := b.Write([]byte("-ERR\r\n")) // six bytes, then silence
 	require.NoError(t, err)
 	start := time.Now()
-	err = Exchange(t.Context(), a, TCP, "b", time.Minute)
+	_, err = Exchange(t.Context(), a, Of(TCP), "b", time.Minute)
 	assert.EqualError(t, err, `tcp: b is not a zerodial peer (it sent "-ERR\r\n")`)
 	assert.ErrorIs(t, err, transport.ErrProtocol)
 	assert.False(t, Mismatch(err))
@@ -209,7 +233,7 @@ func TestExchangeForeign(t *testing.T) {
 func TestExchangeClosed(t *testing.T) {
 	a, b := pair(t)
 	b.Close()
-	err := Exchange(t.Context(), a, TCP, "b", time.Second)
+	_, err := Exchange(t.Context(), a, Of(TCP), "b", time.Second)
 	assert.ErrorIs(t, err, transport.ErrProtocol)
 	assert.ErrorIs(t, err, io.EOF)
 	assert.Contains(t, err.Error(), "tcp: b closed the connection before its preface")
@@ -218,7 +242,7 @@ func TestExchangeClosed(t *testing.T) {
 	_, err = b.Write([]byte("ZDIA"))
 	require.NoError(t, err)
 	b.(*net.TCPConn).CloseWrite()
-	err = Exchange(t.Context(), a, TCP, "b", time.Second)
+	_, err = Exchange(t.Context(), a, Of(TCP), "b", time.Second)
 	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	assert.Contains(t, err.Error(), "after 4 bytes of its preface")
 }
@@ -226,7 +250,7 @@ func TestExchangeClosed(t *testing.T) {
 func TestExchangeSilent(t *testing.T) {
 	a, _ := pair(t)
 	start := time.Now()
-	err := Exchange(context.Background(), a, TCP, "b", 100*time.Millisecond)
+	_, err := Exchange(context.Background(), a, Of(TCP), "b", 100*time.Millisecond)
 	assert.Less(t, time.Since(start), time.Second)
 	assert.EqualError(t, err, "tcp: b sent no preface within 100ms")
 	assert.ErrorIs(t, err, transport.ErrProtocol)
@@ -239,21 +263,21 @@ func TestExchangeContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := Exchange(ctx, a, TCP, "b", time.Minute)
+	_, err := Exchange(ctx, a, Of(TCP), "b", time.Minute)
 	assert.Less(t, time.Since(start), time.Second)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 
 	a, _ = pair(t)
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	err = Exchange(ctx, a, TCP, "b", time.Minute)
+	_, err = Exchange(ctx, a, Of(TCP), "b", time.Minute)
 	assert.ErrorIs(t, err, context.Canceled)
 
 	// An ended ctx fails even an exchange that would succeed.
 	a, b := pair(t)
 	_, err = b.Write(Of(TCP).Append(nil))
 	require.NoError(t, err)
-	err = Exchange(ctx, a, TCP, "b", time.Minute)
+	_, err = Exchange(ctx, a, Of(TCP), "b", time.Minute)
 	assert.ErrorIs(t, err, context.Canceled)
 }
 

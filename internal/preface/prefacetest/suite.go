@@ -24,16 +24,17 @@ type Protocol struct {
 	// Name starts the transport's errors ("tcp: ...") and names the
 	// protocol in them ("tcp/1").
 	Name string
-	// Preface is the connection preface of version 1, as WIRE.md spells
-	// it out.
+	// Preface is the connection preface of version 1 that an end with
+	// the default options sends, as WIRE.md spells it out: it announces
+	// that it accepts S2-compressed frames (capability 0x01).
 	Preface string
 }
 
 // The two protocols, spelled out rather than built with package preface,
 // so that the tests check its bytes rather than repeat them.
 var (
-	TCP = Protocol{Name: "tcp", Preface: "ZDIALt\x01\x00"}
-	Mux = Protocol{Name: "mux", Preface: "ZDIALm\x01\x00"}
+	TCP = Protocol{Name: "tcp", Preface: "ZDIALt\x01\x01"}
+	Mux = Protocol{Name: "mux", Preface: "ZDIALm\x01\x01"}
 )
 
 // version2 returns p's preface with version 2, which no peer of this

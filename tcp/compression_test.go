@@ -1,0 +1,124 @@
+package tcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/tcp"
+)
+
+// jsonText returns n bytes of JSON-like text, which compresses well.
+func jsonText(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, `{"id":%d,"name":"user-%d","active":%t},`, i, i*7919%10007, i%3 == 0)
+	}
+	return b.Bytes()[:n]
+}
+
+// countingConn counts the bytes written to the connection it wraps.
+type countingConn struct {
+	net.Conn
+	n atomic.Int64
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestCompressionNegotiated: a body of JSON text crosses a connection
+// compressed only when both ends have compression on; an end with
+// WithoutCompression neither sends nor is sent a compressed frame, and
+// every body arrives as it was sent.
+func TestCompressionNegotiated(t *testing.T) {
+	body := jsonText(256 << 10)
+	for _, tc := range []struct {
+		name       string
+		a, b       []tcp.Option
+		compressed bool
+	}{
+		{"both on", nil, nil, true},
+		{"a off", []tcp.Option{tcp.WithoutCompression()}, nil, false},
+		{"b off", nil, []tcp.Option{tcp.WithoutCompression()}, false},
+		{"threshold above the body", []tcp.Option{tcp.WithCompressionThreshold(len(body) + 1)}, []tcp.Option{tcp.WithCompressionThreshold(len(body) + 1)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pa, pb := net.Pipe()
+			ca, cb := &countingConn{Conn: pa}, &countingConn{Conn: pb}
+			bs := newSocketAsync(t, cb, tc.b...)
+			a, err := tcp.NewSocket(t.Context(), ca, tc.a...)
+			require.NoError(t, err)
+			t.Cleanup(func() { a.Close() })
+			b := <-bs
+			for _, dir := range []struct {
+				from, to transport.Socket
+				wrote    *countingConn
+			}{{a, b, ca}, {b, a, cb}} {
+				before := dir.wrote.n.Load()
+				sent := make(chan error, 1)
+				go func() { sent <- dir.from.Send(&transport.Message{Body: body}) }()
+				var m transport.Message
+				require.NoError(t, dir.to.Recv(&m))
+				require.NoError(t, <-sent)
+				assert.True(t, bytes.Equal(body, m.Body), "the body changed on the way")
+				onWire := dir.wrote.n.Load() - before
+				if tc.compressed {
+					assert.Less(t, onWire, int64(len(body)/3), "sent uncompressed")
+				} else {
+					assert.Greater(t, onWire, int64(len(body)), "sent compressed")
+				}
+			}
+		})
+	}
+}
+
+// TestCompressionOlderPeer: a peer whose preface announces nothing (one of
+// an earlier release, or another implementation without compression) is
+// sent plain frames: flags 0, the body as it is.
+func TestCompressionOlderPeer(t *testing.T) {
+	a, b := net.Pipe()
+	t.Cleanup(func() { b.Close() })
+	ready := newSocketAsync(t, a)
+	_, err := b.Write([]byte("ZDIALt\x01\x00"))
+	require.NoError(t, err)
+	theirs := make([]byte, 8)
+	_, err = io.ReadFull(b, theirs)
+	require.NoError(t, err)
+	assert.Equal(t, "ZDIALt\x01\x01", string(theirs), "the socket announces S2")
+	s := <-ready
+	body := jsonText(64 << 10)
+	go func() { _ = s.Send(&transport.Message{Body: body}) }()
+	prefix := make([]byte, 10)
+	_, err = io.ReadFull(b, prefix)
+	require.NoError(t, err)
+	assert.Equal(t, byte(0), prefix[1], "flags")
+	assert.Equal(t, uint32(len(body)), binary.BigEndian.Uint32(prefix[6:10]), "body length")
+	got := make([]byte, len(body))
+	_, err = io.ReadFull(b, got)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(body, got))
+}
+
+// TestCompressionThresholdRefused: a threshold below 1 fails NewSocket and
+// Dial, named; WithoutCompression is the way to turn it off.
+func TestCompressionThresholdRefused(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	_, err := tcp.NewSocket(context.Background(), a, tcp.WithCompressionThreshold(0))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "WithCompressionThreshold(0): must be at least 1")
+	_, err = tcp.New(tcp.WithCompressionThreshold(-1)).Dial(t.Context(), "127.0.0.1:1")
+	assert.ErrorContains(t, err, "WithCompressionThreshold(-1)")
+}
