@@ -48,12 +48,18 @@
 // goroutines serving streams, that one peer can make a listener hold.
 // Streams opened the other way (Back, Incoming) have a limit of their own.
 //
+// A session's prefaces also say whether each end accepts S2-compressed
+// frames; when both do (the default), bodies of 1 KiB or more are
+// compressed on every stream of the session (WIRE.md, "Compression";
+// WithCompressionThreshold, WithoutCompression).
+//
 // New takes this package's options, of type Option: WithMaxFrameSize,
 // WithTLS and WithLogger, which the tcp and memory packages have too under
 // the same names, WithHandshakeTimeout and WithFrameTimeout, which tcp has
 // too, and WithKeepAlive, WithStreamLimit, WithAcceptBacklog,
 // WithStreamOpenTimeout, WithStreamCloseTimeout, WithWriteTimeout,
-// WithStreamWindow, WithDialer and WithFallback. Another package's options do not
+// WithStreamWindow, WithDialer, WithFallback, WithCompressionThreshold and
+// WithoutCompression. Another package's options do not
 // compile here. New does not fail; a Transport made with invalid options
 // fails every Dial and Listen with one error that names each of them and
 // its value. yamux's diagnostics go to the transport's slog.Logger (see

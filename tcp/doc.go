@@ -16,6 +16,12 @@
 // preface, and hands a client whose bytes are not a zerodial preface to a
 // fallback.Listener, those bytes replayed (WIRE.md, "One port").
 //
+// Bodies of 1 KiB or more are compressed with S2 when both ends have
+// compression on, the default; each end announces it in its preface, so a
+// peer that does not is sent plain frames (WIRE.md, "Compression").
+// WithCompressionThreshold moves the threshold and WithoutCompression
+// turns it off both ways.
+//
 // Writes are buffered and flushed once per message, with TCP_NODELAY set, so
 // a message costs one write system call. Many goroutines may Send on one
 // socket; frames never interleave.
@@ -23,7 +29,8 @@
 // New and NewSocket take this package's options, of type Option:
 // WithMaxFrameSize, WithTLS and WithLogger (the mux and memory packages
 // have options of the same names, which do not compile here),
-// WithHandshakeTimeout, WithFrameTimeout and WithFallback. New does not
+// WithHandshakeTimeout, WithFrameTimeout, WithFallback,
+// WithCompressionThreshold and WithoutCompression. New does not
 // fail; a Transport made with invalid options fails every Dial and Listen
 // with one error that names each of them and its value.
 package tcp

@@ -65,3 +65,43 @@ func ExampleNewSocket() {
 	// hello from b
 	// hello from a
 }
+
+// A Transport for callers on the same host or a fast LAN, where
+// compressing large bodies costs more than it saves: it neither compresses
+// nor asks its peers to. Its peers need no change; they see that it does
+// not announce compression and send it plain frames.
+func ExampleWithoutCompression() {
+	tr := tcp.New(tcp.WithoutCompression())
+	l, err := tr.Listen("127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		s, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		var m transport.Message
+		if s.Recv(&m) == nil {
+			_ = s.Send(&m)
+		}
+	}()
+
+	// A client with the default: compression on, from 1 KiB.
+	s, err := tcp.New().Dial(context.Background(), l.Addr().String())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Send(&transport.Message{Body: make([]byte, 64<<10)}); err != nil {
+		log.Fatal(err)
+	}
+	var m transport.Message
+	if err := s.Recv(&m); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(m.Body), "bytes back")
+	// Output: 65536 bytes back
+}

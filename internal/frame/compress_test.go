@@ -222,3 +222,14 @@ func TestSmallSendsDoNotAllocate(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() { require.NoError(t, a.Send(m)) })
 	assert.Zero(t, allocs)
 }
+
+// TestWireCompressedExample: the compressed frame WIRE.md gives as its example
+// ("Compression") reads as it says: header {"k": "v"}, 1,000 zero bytes.
+func TestWireCompressedExample(t *testing.T) {
+	b := []byte{0x01, 0x01, 0, 0, 0, 4, 0, 0, 0, 0x0a, 0x01, 'k', 0x01, 'v',
+		0xe8, 0x07, 0x00, 0x00, 0x11, 0x01, 0x19, 0x00, 0xdb, 0x02}
+	m, err := readAccepting(b, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"k": "v"}, m.Header)
+	assert.Equal(t, make([]byte, 1000), m.Body)
+}
