@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/tcp"
+	"github.com/zerodial/transport/transporttest"
 )
 
 // jsonText returns n bytes of JSON-like text, which compresses well.
@@ -121,4 +123,38 @@ func TestCompressionThresholdRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "WithCompressionThreshold(0): must be at least 1")
 	_, err = tcp.New(tcp.WithCompressionThreshold(-1)).Dial(t.Context(), "127.0.0.1:1")
 	assert.ErrorContains(t, err, "WithCompressionThreshold(-1)")
+}
+
+// BenchmarkEcho1MiB is what compression costs where bandwidth is plenty: a
+// 1 MiB echo over loopback, of JSON text and of random bytes, with
+// compression on (the default) and off. Its gain on a slow link is
+// bench's BenchmarkSlowLink.
+func BenchmarkEcho1MiB(b *testing.B) {
+	random := make([]byte, 1<<20)
+	rand.NewChaCha8([32]byte{}).Read(random)
+	for _, mode := range []struct {
+		name string
+		opts []tcp.Option
+	}{{"on", nil}, {"off", []tcp.Option{tcp.WithoutCompression()}}} {
+		for _, p := range []struct {
+			name string
+			body []byte
+		}{{"text", jsonText(1 << 20)}, {"random", random}} {
+			b.Run(mode.name+"/"+p.name, func(b *testing.B) {
+				c, s := transporttest.Pair(b, tcp.New(mode.opts...), "127.0.0.1:0")
+				go transporttest.Echo(s)
+				out := &transport.Message{Body: p.body}
+				var in transport.Message
+				b.SetBytes(int64(len(p.body)))
+				for b.Loop() {
+					if err := c.Send(out); err != nil {
+						b.Fatal(err)
+					}
+					if err := c.Recv(&in); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
