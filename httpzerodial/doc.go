@@ -39,17 +39,21 @@
 //   - A message larger than the read limit (WithReadMaxBytes, by default
 //     the 4 MiB frame limit of zerodial's wire) is refused with
 //     resource_exhausted.
-//   - Compression is each protocol's own, connect-go's gzip: a request
-//     compressed by its client (Content-Encoding for a unary Connect call,
-//     Connect-Content-Encoding for a Connect stream, Grpc-Encoding for gRPC
-//     and gRPC-Web) is inflated, and the answer is compressed whenever the
-//     client says it takes gzip (Accept-Encoding, Connect-Accept-Encoding,
+//   - Compression is each protocol's own, gzip (connect-go's, its
+//     decompression bounded as below): a request compressed by its client
+//     (Content-Encoding for a unary Connect call, Connect-Content-Encoding
+//     for a Connect stream, Grpc-Encoding for gRPC and gRPC-Web) is
+//     inflated, and the answer is compressed whenever the client says it
+//     takes gzip (Accept-Encoding, Connect-Accept-Encoding,
 //     Grpc-Accept-Encoding), however small: connect-go's handlers have no
 //     floor unless given one (connect.WithCompressMinBytes, through
 //     WithConnectOptions). The read limit applies after decompression: a
 //     small request that inflates beyond it is refused with
-//     resource_exhausted without being held whole, though connect-go
-//     inflates the rest of it, into nothing, to say how large it was.
+//     resource_exhausted once the limit and one byte more are inflated,
+//     neither held whole nor inflated further (connect-go's own gzip would
+//     inflate the rest, into nothing, to say how large it was: a thousand
+//     times a gzip bomb's size in work). A compression named "gzip" given
+//     through WithConnectOptions takes the place of the Handler's.
 //
 // Describe serves the list of the methods with the JSON Schema of what each
 // takes and gives, for a person with curl to know what to send. The health

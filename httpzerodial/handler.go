@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
 
@@ -18,8 +19,9 @@ import (
 type Option func(*options)
 
 type options struct {
-	readMax int
-	connect []connect.HandlerOption
+	readMax  int
+	connect  []connect.HandlerOption
+	inflated *atomic.Int64 // counts the bytes gzip requests inflate to, for tests
 }
 
 // WithReadMaxBytes bounds the size of one message a client sends (the
@@ -38,6 +40,9 @@ func WithReadMaxBytes(n int) Option {
 // WithConnectOptions passes options to connect-go's handlers: its
 // interceptors, compression, send limit (connect.WithSendMaxBytes), and so
 // on. Codecs are this package's to choose, and are not changed by them.
+// A compression named "gzip" given here (connect.WithCompression) takes
+// the place of the Handler's own, which stops inflating a request past the
+// read limit.
 func WithConnectOptions(opts ...connect.HandlerOption) Option {
 	return func(o *options) { o.connect = append(o.connect, opts...) }
 }
@@ -69,7 +74,10 @@ func NewHandler(srv *dispatch.Server, opts ...Option) *Handler {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	copts := append([]connect.HandlerOption(nil), o.connect...)
+	// The Handler's gzip before the caller's options, so that a gzip of
+	// theirs, or none (connect.WithCompression("gzip", nil, nil)), wins.
+	copts := []connect.HandlerOption{gzipCompression(o.readMax, o.inflated)}
+	copts = append(copts, o.connect...)
 	// After the caller's, so that they win over any codec given there.
 	copts = append(copts,
 		connect.WithReadMaxBytes(o.readMax),
