@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -26,9 +27,10 @@ import (
 	"github.com/zerodial/transport/httpzerodial"
 )
 
-// Compression is the protocols' own: gzip, which connect-go's handlers
-// take and give by default. These tests look at the bytes on the wire,
-// with each kind of client: connect-go's over Connect, gRPC and gRPC-Web,
+// Compression is the protocols' own: gzip, which the Handler takes and
+// gives as connect-go's handlers do by default, its decompression stopped
+// past the read limit. These tests look at the bytes on the wire, with
+// each kind of client: connect-go's over Connect, gRPC and gRPC-Web,
 // grpc-go's, and curl.
 
 // gzipMagic starts every gzip stream.
@@ -259,16 +261,71 @@ func TestCompressionCurl(t *testing.T) {
 	}
 }
 
+// shapes are the two kinds of call a compressed message can come in: a
+// unary call (Calc.Add of 2 and 3), and a stream's message (Calc.Count to
+// 2). Each returns the call's error, having checked its answer when there
+// is none.
+var shapes = []struct {
+	name string
+	call func(t *testing.T, ts *httptest.Server, p protocol, opts ...connect.ClientOption) error
+}{
+	{"unary", func(t *testing.T, ts *httptest.Server, p protocol, opts ...connect.ClientOption) error {
+		res, err := client[Pair, int](t, ts, p, "/Calc/Add", opts...).CallUnary(context.Background(), connect.NewRequest(&Pair{A: 2, B: 3}))
+		if err == nil {
+			assert.Equal(t, 5, *res.Msg)
+		}
+		return err
+	}},
+	{"stream", func(t *testing.T, ts *httptest.Server, p protocol, opts ...connect.ClientOption) error {
+		got, _, err := count(t, client[Pair, int](t, ts, p, "/Calc/Count", opts...), 2, nil)
+		if err == nil {
+			assert.Equal(t, []int{1, 2}, got)
+		}
+		return err
+	}},
+}
+
+// bombCompressor is a connect-go client's gzip compressor that sends, for
+// any message, the gzip stream bomb.
+type bombCompressor struct {
+	w    io.Writer
+	bomb []byte
+}
+
+func (c *bombCompressor) Write(p []byte) (int, error) { return len(p), nil }
+
+func (c *bombCompressor) Close() error {
+	_, err := c.w.Write(c.bomb)
+	return err
+}
+
+func (c *bombCompressor) Reset(w io.Writer) { c.w = w }
+
+// sendBomb returns the options of a connect-go client that sends bomb as
+// each message, as a gzip-compressed one.
+func sendBomb(bomb []byte) []connect.ClientOption {
+	return []connect.ClientOption{
+		connect.WithAcceptCompression("gzip",
+			func() connect.Decompressor { return new(gzip.Reader) },
+			func() connect.Compressor { return &bombCompressor{bomb: bomb} }),
+		connect.WithSendGzip(),
+	}
+}
+
 // TestCompressionBomb: a gzip request that inflates to far more than the
-// read limit (64 MiB of zeros, 64 KiB compressed, against a limit of 256 KiB) is refused with
-// resource_exhausted, over Connect and over gRPC, and the process
-// allocates a few times the limit for it, not what the request inflates
-// to: connect-go inflates into a buffer of at most the limit, and the
-// rest into nothing to learn its size. That buffer is a bytes.Buffer,
-// which doubles as it grows; with the compressed body's own buffer, 1.3 MB
-// were measured for the bomb, 3 MB under the race detector. The bound
-// asserted, 16× the limit, is a sixteenth of what the bomb inflates to.
-// (The test runs alone: TotalAlloc counts the whole process.)
+// read limit (64 MiB of zeros, 64 KiB compressed, against a limit of 256
+// KiB) is refused with resource_exhausted, over every protocol, in a unary
+// call and in a stream, and the Handler inflates the limit and one byte
+// more of it, no further: connect-go would inflate the rest, into
+// nothing, to learn its size, a thousand times the request's size in
+// work. (Through connect-go's own gzip, 64 MiB were inflated for each.)
+// The process allocates a few times the limit for it, not what the
+// request inflates to: connect-go inflates into a buffer of at most the
+// limit and one byte. That buffer is a bytes.Buffer, which doubles as it
+// grows; with the compressed body's own buffer, 1.3 MB were measured for
+// the bomb, 3 MB under the race detector. The bound asserted, 16× the
+// limit, is a sixteenth of what the bomb inflates to. (The test runs
+// alone: TotalAlloc counts the whole process.)
 func TestCompressionBomb(t *testing.T) {
 	const limit = 256 << 10
 	bomb := gzipped(t, make([]byte, 64<<20))
@@ -276,7 +333,8 @@ func TestCompressionBomb(t *testing.T) {
 
 	srv := dispatch.NewServer()
 	newCalc(t, srv)
-	ts := serve(t, srv, httpzerodial.WithReadMaxBytes(limit))
+	var inflated atomic.Int64
+	ts := serve(t, srv, httpzerodial.WithReadMaxBytes(limit), httpzerodial.WithInflatedCounter(&inflated))
 
 	connectCall := func(t *testing.T, hc *http.Client, body []byte) (int, string) {
 		req, err := http.NewRequest(http.MethodPost, ts.URL+"/Calc/Add", bytes.NewReader(body))
@@ -328,21 +386,125 @@ func TestCompressionBomb(t *testing.T) {
 		status, got := connectCall(t, hc, gzipped(t, []byte(`{"a":2,"b":3}`)))
 		require.Equal(t, http.StatusOK, status, got)
 		require.Equal(t, "5", got)
+		inflated.Store(0)
 		var code string
 		n := allocated(func() { status, code = connectCall(t, hc, bomb) })
 		assert.Equal(t, "resource_exhausted", code)
 		assert.Equal(t, http.StatusTooManyRequests, status)
-		t.Logf("allocated %d bytes for a %d-byte bomb of %d bytes, limit %d", n, len(bomb), 64<<20, limit)
+		t.Logf("allocated %d bytes and inflated %d for a %d-byte bomb of %d bytes, limit %d", n, inflated.Load(), len(bomb), 64<<20, limit)
 		assert.Less(t, n, uint64(16*limit), "allocations for the bomb")
+		assert.Equal(t, int64(limit+1), inflated.Load(), "bytes inflated")
 	})
 	t.Run("grpc", func(t *testing.T) {
 		hc := httpClient(t, true)
 		require.Equal(t, "0", grpcCall(t, hc, gzipped(t, []byte(`{"a":2,"b":3}`))))
+		inflated.Store(0)
 		var status string
 		n := allocated(func() { status = grpcCall(t, hc, bomb) })
 		assert.Equal(t, "8", status, "grpc-status resource_exhausted")
-		t.Logf("allocated %d bytes for a %d-byte bomb of %d bytes, limit %d", n, len(bomb), 64<<20, limit)
+		t.Logf("allocated %d bytes and inflated %d for a %d-byte bomb of %d bytes, limit %d", n, inflated.Load(), len(bomb), 64<<20, limit)
 		assert.Less(t, n, uint64(16*limit), "allocations for the bomb")
+		assert.Equal(t, int64(limit+1), inflated.Load(), "bytes inflated")
+	})
+	for _, p := range protocols {
+		for _, s := range shapes {
+			t.Run(p.name+"/"+s.name, func(t *testing.T) {
+				inflated.Store(0)
+				err := s.call(t, ts, p, sendBomb(bomb)...)
+				assert.Equal(t, connect.CodeResourceExhausted, codeOf(t, err), "%v", err)
+				assert.ErrorContains(t, err, "message is larger than configured max 262144")
+				assert.Equal(t, int64(limit+1), inflated.Load(), "bytes inflated")
+			})
+		}
+	}
+}
+
+// paddedJSON is jsonCodec with each message padded with spaces to size
+// bytes.
+type paddedJSON struct{ size int }
+
+func (paddedJSON) Name() string { return "json" }
+
+func (c paddedJSON) Marshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil || len(b) >= c.size {
+		return b, err
+	}
+	return append(b, bytes.Repeat([]byte{' '}, c.size-len(b))...), nil
+}
+
+func (paddedJSON) Unmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// TestCompressionAtLimit: a gzip request that inflates to exactly the read
+// limit is served, over every protocol, in a unary call and in a stream;
+// one a byte larger is refused with resource_exhausted. The Handler
+// inflates the first whole, the second to the limit and one byte.
+func TestCompressionAtLimit(t *testing.T) {
+	const limit = 64 << 10
+	srv := dispatch.NewServer()
+	newCalc(t, srv)
+	var inflated atomic.Int64
+	ts := serve(t, srv, httpzerodial.WithReadMaxBytes(limit), httpzerodial.WithInflatedCounter(&inflated))
+	for _, p := range protocols {
+		for _, s := range shapes {
+			t.Run(p.name+"/"+s.name, func(t *testing.T) {
+				inflated.Store(0)
+				require.NoError(t, s.call(t, ts, p, connect.WithCodec(paddedJSON{limit}), connect.WithSendGzip()))
+				assert.Equal(t, int64(limit), inflated.Load(), "bytes inflated at the limit")
+
+				inflated.Store(0)
+				err := s.call(t, ts, p, connect.WithCodec(paddedJSON{limit + 1}), connect.WithSendGzip())
+				assert.Equal(t, connect.CodeResourceExhausted, codeOf(t, err), "%v", err)
+				assert.Equal(t, int64(limit+1), inflated.Load(), "bytes inflated a byte past the limit")
+			})
+		}
+	}
+}
+
+// countedGzip is a gzip decompressor that counts the bytes it yields.
+type countedGzip struct {
+	gzip.Reader
+	n *atomic.Int64
+}
+
+func (d *countedGzip) Read(p []byte) (int, error) {
+	n, err := d.Reader.Read(p)
+	d.n.Add(int64(n))
+	return n, err
+}
+
+// TestCompressionOverride: a gzip given through WithConnectOptions takes
+// the place of the Handler's own, and so does none: gzip requests are then
+// refused as connect-go refuses a compression it does not know.
+func TestCompressionOverride(t *testing.T) {
+	t.Run("theirs", func(t *testing.T) {
+		srv := dispatch.NewServer()
+		newCalc(t, srv)
+		var theirs, ours atomic.Int64
+		ts := serve(t, srv, httpzerodial.WithInflatedCounter(&ours), httpzerodial.WithConnectOptions(
+			connect.WithCompression("gzip",
+				func() connect.Decompressor { return &countedGzip{n: &theirs} },
+				func() connect.Compressor { return gzip.NewWriter(io.Discard) })))
+		for _, p := range protocols {
+			t.Run(p.name, func(t *testing.T) {
+				theirs.Store(0)
+				require.NoError(t, shapes[0].call(t, ts, p, connect.WithSendGzip()))
+				assert.Equal(t, int64(len(`{"a":2,"b":3}`)), theirs.Load(), "bytes their gzip inflated")
+				assert.Zero(t, ours.Load(), "bytes the Handler's gzip inflated")
+			})
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		srv := dispatch.NewServer()
+		newCalc(t, srv)
+		ts := serve(t, srv, httpzerodial.WithConnectOptions(connect.WithCompression("gzip", nil, nil)))
+		for _, p := range protocols {
+			t.Run(p.name, func(t *testing.T) {
+				err := shapes[0].call(t, ts, p, connect.WithSendGzip())
+				assert.Equal(t, connect.CodeUnimplemented, codeOf(t, err), "%v", err)
+				require.NoError(t, shapes[0].call(t, ts, p), "uncompressed")
+			})
+		}
 	})
 }
 
