@@ -41,6 +41,8 @@ type socket struct {
 	// turn is held by the one sender waiting for room in the peer's
 	// queue with a copy of its message (sendWaiting).
 	turn chan struct{}
+	// peeked holds the message WaitFrame took from in, for the next Recv.
+	peeked frameSlot
 }
 
 // pair makes the two connected ends of a new connection.
@@ -139,13 +141,51 @@ func copyOf(m *transport.Message) *message {
 // harmless, and one that cannot be queued (the queue is full) is not needed:
 // with a full queue the receive does not block.
 func (s *socket) Recv(m *transport.Message) error {
+	c, err := s.next()
+	if err != nil {
+		return err
+	}
+	deliver(c, m)
+	return nil
+}
+
+var _ transport.FrameWaiter = (*socket)(nil)
+
+// WaitFrame waits until a message has come, taking none of it
+// (transport.FrameWaiter): the message waits in the socket's slot, where
+// the next Recv finds it before anything queued after it. It fails as Recv
+// would, and a read deadline that passes while it waits leaves the socket
+// as it was.
+func (s *socket) WaitFrame() error {
+	s.peeked.mu.Lock()
+	defer s.peeked.mu.Unlock()
+	if err := s.recvState(); err != nil {
+		return err
+	}
+	if s.peeked.full() {
+		return nil
+	}
+	c, err := s.next()
+	if err != nil {
+		return err
+	}
+	s.peeked.fill(c)
+	return nil
+}
+
+// next takes the next message: the one WaitFrame left in the slot, or the
+// queue's next, waiting for it (Recv says how).
+func (s *socket) next() (*message, error) {
 	woken := false
 	for {
 		if err := s.recvState(); err != nil {
 			if woken {
 				wakeUp(s.in) // pass the wake on to any other blocked Recv
 			}
-			return err
+			return nil, err
+		}
+		if c := s.peeked.take(); c != nil {
+			return c, nil
 		}
 		// Read the peer's state before looking at the queue: whatever the
 		// peer sent before closing is queued by the time its flag is seen.
@@ -156,23 +196,21 @@ func (s *socket) Recv(m *transport.Message) error {
 				woken = true
 				continue
 			}
-			deliver(c, m)
-			return nil
+			return c, nil
 		default:
 		}
 		if peerClosed {
 			if woken {
 				wakeUp(s.in)
 			}
-			return io.EOF
+			return nil, io.EOF
 		}
 		c := <-s.in
 		if c == wake {
 			woken = true
 			continue
 		}
-		deliver(c, m)
-		return nil
+		return c, nil
 	}
 }
 

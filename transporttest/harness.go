@@ -48,6 +48,7 @@ var cases = []testCase{
 	{"CloseUnblocksSend", testCloseUnblocksSend},
 	{"PeerCloseDrains", testPeerCloseDrains},
 	{"ReadDeadline", testReadDeadline},
+	{"FrameWaiter", testFrameWaiter},
 	{"WriteDeadlinePast", testWriteDeadlinePast},
 	{"ListenerClose", testListenerClose},
 	{"AcceptedOutlivesListener", testAcceptedOutlivesListener},
