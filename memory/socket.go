@@ -71,11 +71,14 @@ func (s *socket) Send(m *transport.Message) error {
 	if s.wd.expired.Load() {
 		return transport.ErrTimeout
 	}
-	if _, err := frame.Check(m, s.max); err != nil {
-		return err
+	if len(m.Header) > frame.MaxHeaderEntries || len(m.Body) > s.max {
+		return tooLarge(m, s.max)
 	}
 	if len(s.peer.in) < cap(s.peer.in) {
-		c := copyOf(m)
+		c, err := s.copyOf(m)
+		if err != nil {
+			return err
+		}
 		select {
 		case s.peer.in <- c:
 			return nil
@@ -104,7 +107,10 @@ func (s *socket) sendWaiting(m *transport.Message) error {
 		return transport.ErrTimeout
 	}
 	defer func() { <-s.turn }()
-	c := copyOf(m)
+	c, err := s.copyOf(m)
+	if err != nil {
+		return err
+	}
 	select {
 	case s.peer.in <- c:
 		return nil
@@ -120,18 +126,27 @@ func (s *socket) sendWaiting(m *transport.Message) error {
 	}
 }
 
-// copyOf returns a pooled copy of m.
-func copyOf(m *transport.Message) *message {
+// copyOf returns a pooled copy of m, or ErrFrameTooLarge when m is over
+// the socket's frame limit. The limit is checked as the header is copied,
+// which saves a pass over it, and before the body is.
+func (s *socket) copyOf(m *transport.Message) (*message, error) {
 	c := messages.Get().(*message)
 	if c.header == nil && len(m.Header) > 0 {
 		c.header = make(map[string]string, len(m.Header))
 	}
-	clear(c.header)
-	for k, v := range m.Header {
-		c.header[k] = v // strings are immutable: sharing them is a copy
+	if hl := copyHeader(c.header, m.Header); hl+len(m.Body) > s.max {
+		messages.Put(c)
+		return nil, tooLarge(m, s.max)
 	}
 	c.body = append(c.body[:0], m.Body...)
-	return c
+	return c, nil
+}
+
+// tooLarge is the error of a Send of m over the frame limit max, in the
+// words of every transport (frame.Check).
+func tooLarge(m *transport.Message, max int) error {
+	_, err := frame.Check(m, max)
+	return err
 }
 
 // Recv waits on the socket's queue alone. Close, the peer's Close and the

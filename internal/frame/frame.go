@@ -29,9 +29,15 @@ const (
 func HeaderLen(h map[string]string) int {
 	n := 0
 	for k, v := range h {
-		n += uvarintLen(len(k)) + len(k) + uvarintLen(len(v)) + len(v)
+		n += EntryLen(k, v)
 	}
 	return n
+}
+
+// EntryLen returns the encoded size of one header entry: what it adds to
+// HeaderLen.
+func EntryLen(k, v string) int {
+	return uvarintLen(len(k)) + len(k) + uvarintLen(len(v)) + len(v)
 }
 
 // Size returns the size of m as the frame limit counts it: the header block

@@ -1,0 +1,38 @@
+package memory
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/zerodial/transport/internal/frame"
+)
+
+// TestCopyHeader: whatever dst held before, it holds src's entries alone
+// afterwards, and the size returned is frame.HeaderLen's.
+func TestCopyHeader(t *testing.T) {
+	src := map[string]string{"Service-Method": "Arith.Multiply", "Seq": "7"}
+	for _, tc := range []struct {
+		name string
+		dst  map[string]string
+	}{
+		{"empty", map[string]string{}},
+		{"same keys", map[string]string{"Service-Method": "old", "Seq": "1"}},
+		{"one key more", map[string]string{"Service-Method": "old", "Seq": "1", "Timeout": "5"}},
+		{"other keys, as many", map[string]string{"Service-Method": "old", "Error": "no"}},
+		{"other keys, fewer", map[string]string{"Error": "no"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := copyHeader(tc.dst, src)
+			if !maps.Equal(tc.dst, src) {
+				t.Errorf("dst = %v, want %v", tc.dst, src)
+			}
+			if want := frame.HeaderLen(src); n != want {
+				t.Errorf("size %d, want %d", n, want)
+			}
+		})
+	}
+	dst := map[string]string{"k": "v"}
+	if n := copyHeader(dst, nil); n != 0 || len(dst) != 0 {
+		t.Errorf("copying an empty header left %v, size %d", dst, n)
+	}
+}
