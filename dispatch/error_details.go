@@ -195,6 +195,11 @@ func wireError(h map[string]string, msg string) *Error {
 // headers h.
 func setDetails(h map[string]string, e *Error) {
 	if len(e.details) > 0 {
-		h[rpcwire.ErrorDetails] = string(rpcwire.AppendDetails(nil, wireDetails(e.details)))
+		h[rpcwire.ErrorDetails] = detailsHeader(e)
 	}
+}
+
+// detailsHeader is the Error-Details header of e, which has details.
+func detailsHeader(e *Error) string {
+	return string(rpcwire.AppendDetails(nil, wireDetails(e.details)))
 }

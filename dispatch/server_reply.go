@@ -67,8 +67,7 @@ func (c *serverConn) sendReply(seqText, name string, cdc codec.Codec, reply any,
 		}
 	}
 	r.buf = body
-	responseHeader(r.msg.Header, name, seqText, e)
-	addMetadata(r.msg.Header, md)
+	responseHeader(r.msg.Header, name, seqText, e, md)
 	if e != nil {
 		body = body[:0]
 	}

@@ -27,8 +27,7 @@ func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, 
 		return nil
 	}
 	h := make(map[string]string, len(md)+2)
-	responseHeader(h, name, "0", nil)
-	addMetadata(h, md)
+	responseHeader(h, name, "0", nil, md)
 	if _, err := frame.Check(&transport.Message{Header: h}, min(server, c.limit)); err == nil {
 		return nil // the body is not measured (Borrows)
 	}
@@ -50,8 +49,7 @@ func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, 
 // connection. It returns e when the reply goes.
 func (c *Client) replyCheck(name string, body []byte, md Metadata, e *Error, server int, ans *answer) error {
 	h := make(map[string]string, len(md)+4)
-	responseHeader(h, name, "0", e)
-	addMetadata(h, md)
+	responseHeader(h, name, "0", e, md)
 	resp := transport.Message{Header: h, Body: body}
 	if _, err := frame.Check(&resp, server); err != nil {
 		ans.arrive(nil) // the error reply goes without the metadata
