@@ -2,6 +2,8 @@
 // process: the network path without a network. Messages are copied on Send,
 // limits and deadlines apply, and every error is the one a network transport
 // gives, so a program tested over memory behaves the same over tcp or mux.
+// Its sockets are transport.FrameWaiters, as tcp's are, so a dispatch call
+// made alone runs on two goroutines, the caller's and the one that read it.
 //
 // Each Transport made by New is an address space of its own: two Transports
 // never see each other's listeners, and there is no package-level state.
