@@ -49,10 +49,7 @@ type Server struct {
 	onStop    []func()          // RegisterOnShutdown's, until the Server stops
 	hooksRun  []<-chan struct{} // then each started hook's, closed as it returns
 
-	tasks   chan task // to idle workers
-	workers sync.WaitGroup
-	idle    atomic.Int32  // workers waiting for a task
-	quit    signal.Signal // set when the Server is done, to end idle workers
+	workers workerPool // run connections' reading and shortcut handlers
 }
 
 // NewServer returns a Server with no methods. Invalid options are reported,
@@ -64,7 +61,6 @@ func NewServer(opts ...ServerOption) *Server {
 		gate:      newGate(),
 		listeners: make(map[transport.Listener]struct{}),
 		conns:     make(map[servedConn]struct{}),
-		tasks:     make(chan task),
 	}
 	s.routes.Store(&routes{methods: map[string]*method{}, services: map[string]bool{}})
 	return s
@@ -301,7 +297,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.stopWorkers()
 	} else {
 		// Calls still running end with their handlers; idle workers end now.
-		s.quit.Set(ErrServerClosed)
+		s.workers.stop()
 	}
 	// A hook registered while Shutdown waits (by another hook, say) starts
 	// at once: wait until a look at the hooks finds none that is new.
@@ -376,8 +372,8 @@ func waitAll(ctx context.Context, chs []<-chan struct{}) error {
 // stopWorkers ends the idle workers and waits for them; a worker still
 // running a call ends when the call does.
 func (s *Server) stopWorkers() {
-	s.quit.Set(ErrServerClosed)
-	s.workers.Wait()
+	s.workers.stop()
+	s.workers.wait()
 }
 
 // Close stops the Server at once: listeners and connections are closed and
@@ -392,7 +388,7 @@ func (s *Server) Close() error {
 	s.stop()
 	s.closeConns()
 	s.serving.Wait()
-	s.quit.Set(ErrServerClosed)
+	s.workers.stop()
 	return nil
 }
 

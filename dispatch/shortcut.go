@@ -197,15 +197,11 @@ func (c *Client) runHandler(ctx context.Context, ent *entry, m *method, path Pat
 	d.srv, d.m, d.ctx, d.sctx, d.a, d.r = srv, m, hctx, hsc, a, r
 	srv.gate.join() // for the handler, which may outlive this call
 	srv.work(d)
-	if why := d.wait(ctx, c.closed.Signal(), srv.stopped.Signal()); why != nil {
-		if d.state.CompareAndSwap(detachedRunning, detachedAbandoned) {
-			// From here on the worker owns d and frees it.
-			if hsc != nil {
-				hsc.cancel(why)
-			}
-			return nil, nil, false
+	if why := d.wait(ctx, c.closed.Signal(), srv.stopped.Signal()); why != nil && d.abandon() {
+		if hsc != nil {
+			hsc.cancel(why)
 		}
-		<-d.done // the handler returned meanwhile: take its answer
+		return nil, nil, false
 	}
 	e, md := d.e, d.md
 	d.release()

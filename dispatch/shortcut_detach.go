@@ -19,15 +19,21 @@ type detachedCall struct {
 	e    *Error
 	md   Metadata // the reply's metadata, once the handler has returned
 
-	// state says who owns the call once the handler returns: the caller,
-	// while it waits (detachedRunning, then detachedReturned), or the
-	// worker, once the caller has gone (detachedAbandoned).
+	// state says where the call is, and who owns it once the handler
+	// returns: the caller, while it waits (detachedRunning, or
+	// detachedWaiting once it has gone to sleep on done; then
+	// detachedReturned), or the worker, once the caller has gone
+	// (detachedAbandoned).
 	state atomic.Int32
-	done  chan struct{}
+	// done wakes a caller that went to sleep (detachedWaiting) when the
+	// handler returns; a caller that finds the call returned without
+	// sleeping is sent nothing.
+	done chan struct{}
 }
 
 const (
 	detachedRunning int32 = iota
+	detachedWaiting
 	detachedReturned
 	detachedAbandoned
 )
@@ -52,8 +58,7 @@ func (d *detachedCall) run() {
 		// Answer before leaving the gate: a Shutdown that finds the gate
 		// idle then stops the Server, and a caller that saw that first
 		// would take a finished call for an abandoned one.
-		if d.state.CompareAndSwap(detachedRunning, detachedReturned) {
-			d.done <- struct{}{} // d is the caller's from here on
+		if d.answer() {
 			srv.gate.leave()
 			return
 		}
@@ -64,23 +69,37 @@ func (d *detachedCall) run() {
 	returned = true
 }
 
+// answer tells the caller that the handler has returned, and reports
+// false if the caller has gone (d is then the worker's to release). Once
+// it reports true, d is the caller's: the worker must not touch it again.
+func (d *detachedCall) answer() bool {
+	if d.state.CompareAndSwap(detachedRunning, detachedReturned) {
+		return true // the caller has not gone to sleep: it will look
+	}
+	if d.state.CompareAndSwap(detachedWaiting, detachedReturned) {
+		d.done <- struct{}{}
+		return true
+	}
+	return false // detachedAbandoned
+}
+
 // wait returns nil when d's handler has returned, or why the caller stops
 // waiting first: ctx ended, or closed or stopped (the Client's and the
-// Server's signals) closed.
+// Server's signals) closed. The caller then gives d up (abandon).
 //
-// It yields once before it parks. Server.work has just made the worker
-// runnable next on this P, so a handler that does not block has usually
-// returned by the time the caller runs again, and the caller need not park
-// and be woken — which, with another P idle, costs a futex wake on each
-// side. This serves BenchmarkCallDeadline (bench: zerodial-*-deadline),
-// where it halves the cost of the hand-off; TestDetachedWait tests both ways
-// through.
+// It yields once before it goes to sleep. Server.work has just made the
+// worker runnable next on this P, so a handler that does not block has
+// usually returned by the time the caller runs again, and neither side
+// needs a channel: the caller finds detachedReturned and the worker sent
+// nothing. Only a caller that finds the handler still running goes to
+// sleep on done, and says so first (detachedWaiting), for the worker to
+// wake it. This serves BenchmarkCallDeadline (bench:
+// zerodial-*-deadline), where it halves the cost of the hand-off;
+// TestDetachedWait tests each way through.
 func (d *detachedCall) wait(ctx context.Context, closed, stopped <-chan struct{}) error {
 	runtime.Gosched()
-	select {
-	case <-d.done:
-		return nil
-	default:
+	if !d.state.CompareAndSwap(detachedRunning, detachedWaiting) {
+		return nil // detachedReturned
 	}
 	select {
 	case <-d.done:
@@ -92,6 +111,17 @@ func (d *detachedCall) wait(ctx context.Context, closed, stopped <-chan struct{}
 	case <-stopped:
 		return context.Canceled
 	}
+}
+
+// abandon gives d to the worker after wait reported an error, and reports
+// true; or, if the handler returned meanwhile, takes the answer it sent
+// and reports false: d is still the caller's.
+func (d *detachedCall) abandon() bool {
+	if d.state.CompareAndSwap(detachedWaiting, detachedAbandoned) {
+		return true // from here on the worker owns d and frees it
+	}
+	<-d.done // detachedReturned: the worker saw detachedWaiting and sends
+	return false
 }
 
 func (d *detachedCall) release() {
