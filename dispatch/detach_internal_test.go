@@ -15,7 +15,9 @@ func TestDetachedWait(t *testing.T) {
 	never := make(chan struct{})
 	closed := make(chan struct{})
 	close(closed)
-	newCall := func() *detachedCall { return &detachedCall{done: make(chan struct{}, 1)} }
+	newCall := func() *detachedCall {
+		return &detachedCall{srv: &Server{gate: newGate()}, done: make(chan struct{}, 1)}
+	}
 	// answerOnceAsleep answers d once its caller has gone to sleep.
 	answerOnceAsleep := func(d *detachedCall) chan bool {
 		answered := make(chan bool, 1)
@@ -69,6 +71,9 @@ func TestDetachedWait(t *testing.T) {
 		if !d.abandon() {
 			t.Errorf("%s: abandon with the handler running: got false", name)
 		}
+		if n := d.srv.gate.n.Load(); n != 1 {
+			t.Errorf("%s: the abandoned handler holds %d places in the gate, want 1", name, n)
+		}
 		if d.answer() {
 			t.Errorf("%s: answer once the caller has gone: got true", name)
 		}
@@ -83,6 +88,9 @@ func TestDetachedWait(t *testing.T) {
 	}
 	if d.abandon() {
 		t.Error("abandon after the answer: got true")
+	}
+	if n := d.srv.gate.n.Load(); n != 0 {
+		t.Errorf("a handler that answered holds %d places in the gate, want 0", n)
 	}
 	if len(d.done) != 0 {
 		t.Error("abandon left the wake-up in done")

@@ -195,7 +195,6 @@ func (c *Client) runHandler(ctx context.Context, ent *entry, m *method, path Pat
 	d := detachedCalls.Get().(*detachedCall)
 	hctx, hsc := c.handlerCtx(ctx, ent, m, path)
 	d.srv, d.m, d.ctx, d.sctx, d.a, d.r = srv, m, hctx, hsc, a, r
-	srv.gate.join() // for the handler, which may outlive this call
 	srv.work(d)
 	if why := d.wait(ctx, c.closed.Signal(), srv.stopped.Signal()); why != nil && d.abandon() {
 		if hsc != nil {

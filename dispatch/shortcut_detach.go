@@ -46,7 +46,7 @@ func (d *detachedCall) run() {
 	srv := d.srv
 	returned := false
 	// Deferred, so that a handler that ends its goroutine (runtime.Goexit,
-	// as t.FailNow does) still answers its caller and leaves the gate.
+	// as t.FailNow does) still answers its caller, or leaves the gate.
 	defer func() {
 		if !returned {
 			d.e = goexitError(d.m.name)
@@ -55,15 +55,14 @@ func (d *detachedCall) run() {
 			d.md = d.sctx.sealReply()
 			d.sctx.finish()
 		}
-		// Answer before leaving the gate: a Shutdown that finds the gate
-		// idle then stops the Server, and a caller that saw that first
-		// would take a finished call for an abandoned one.
-		if d.answer() {
+		// While the caller waits, its own place in the gate holds the
+		// Server for the handler, and the caller leaves the gate after it
+		// has taken the answer; a caller that left first made the handler
+		// a place of its own (abandon), which it leaves now.
+		if !d.answer() {
 			srv.gate.leave()
-			return
+			d.release()
 		}
-		srv.gate.leave()
-		d.release()
 	}()
 	d.e = srv.invoke(d.ctx, d.m, d.a, d.r)
 	returned = true
@@ -116,10 +115,20 @@ func (d *detachedCall) wait(ctx context.Context, closed, stopped <-chan struct{}
 // abandon gives d to the worker after wait reported an error, and reports
 // true; or, if the handler returned meanwhile, takes the answer it sent
 // and reports false: d is still the caller's.
+//
+// The handler, which may now outlive the call, is given a place in the
+// Server's gate of its own, which the worker leaves when it returns: a
+// Shutdown waits for it as for a call. It is taken before d is given up,
+// while the caller's place still holds the gate open, so that the worker
+// never leaves a place not yet taken. A call that is not abandoned, the
+// usual case, costs the gate nothing more than the caller's place.
 func (d *detachedCall) abandon() bool {
+	g := d.srv.gate
+	g.join()
 	if d.state.CompareAndSwap(detachedWaiting, detachedAbandoned) {
 		return true // from here on the worker owns d and frees it
 	}
+	g.leave()
 	<-d.done // detachedReturned: the worker saw detachedWaiting and sends
 	return false
 }

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"runtime"
 	"sync"
 )
@@ -32,6 +33,7 @@ type workerPool struct {
 	mu      sync.Mutex
 	idle    []*worker // a stack: the last to go idle is on top
 	stopped bool      // no worker goes idle any more
+	maxIdle int       // if not 0, in place of maxIdleWorkers (tests)
 	running sync.WaitGroup
 }
 
@@ -63,7 +65,7 @@ func (p *workerPool) serve(w *worker, t task) {
 	for t != nil {
 		t.run()
 		p.mu.Lock()
-		if p.stopped || len(p.idle) >= maxIdleWorkers {
+		if p.stopped || len(p.idle) >= cmp.Or(p.maxIdle, maxIdleWorkers) {
 			p.mu.Unlock()
 			return
 		}

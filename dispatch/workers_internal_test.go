@@ -53,9 +53,9 @@ func TestWorkerPool(t *testing.T) {
 	}
 
 	// With maxIdleWorkers idle, a worker that finishes ends.
-	saved := maxIdleWorkers
-	maxIdleWorkers = n
-	t.Cleanup(func() { maxIdleWorkers = saved })
+	p.mu.Lock()
+	p.maxIdle = n
+	p.mu.Unlock()
 	ended := make(chan struct{})
 	p.running.Add(1)
 	go func() {
