@@ -10,7 +10,8 @@ import (
 // before the caller looked (the fast way: nothing is sent) or while the
 // caller slept (the worker wakes it), and each of the ends it watches
 // otherwise; after one of those, abandon gives the call to the worker,
-// unless the handler answered meanwhile.
+// with a place in the Server's gate for the handler, unless the handler
+// answered meanwhile (no place is kept then).
 func TestDetachedWait(t *testing.T) {
 	never := make(chan struct{})
 	closed := make(chan struct{})
