@@ -192,8 +192,11 @@ func measure(t testing.TB) usage {
 // connection once they have served one, until it is closed: a pool, by
 // design, which a run can grow and which does not shrink; a goroutine
 // waiting there serves nobody. An idle worker is one whose stack has the
-// worker loop on top (dispatch's (*Server).worker); one running a task has
-// the task above it.
+// worker loop on top (dispatch's (*workerPool).serve); one running a task
+// has the task above it. TestIdleWorkersRecognised pins the name.
+// idleWorkerFrame starts the top frame of an idle dispatch worker's stack.
+var idleWorkerFrame = []byte("github.com/zerodial/transport/dispatch.(*workerPool).serve(")
+
 func busyGoroutines() int {
 	buf := make([]byte, 1<<20)
 	for {
@@ -207,7 +210,7 @@ func busyGoroutines() int {
 	busy := 0
 	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
 		_, rest, _ := bytes.Cut(g, []byte("\n"))
-		if !bytes.HasPrefix(rest, []byte("github.com/zerodial/transport/dispatch.(*Server).worker(")) {
+		if !bytes.HasPrefix(rest, idleWorkerFrame) {
 			busy++
 		}
 	}
@@ -282,3 +285,22 @@ func reserveGoroutines(n int) {
 }
 
 func mib(n uint64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
+
+// TestIdleWorkersRecognised: once a Server has served a connection that
+// then closed, busyGoroutines finds its worker idle. The count leans on the
+// name of dispatch's worker loop; when that name changes, this fails, where
+// the cost tests would count every idle worker as a leak.
+func TestIdleWorkersRecognised(t *testing.T) {
+	tr := newTransport(t, "tcp")
+	srv, _ := newServer(t)
+	addr := serve(t, srv, tr, "127.0.0.1:0")
+	wellBehaved(t, "tcp", addr)
+	deadline := time.Now().Add(bound(5 * time.Second))
+	for busyGoroutines() == runtime.NumGoroutine() {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("no goroutine's top frame starts with %q:\n%s", idleWorkerFrame, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
