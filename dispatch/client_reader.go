@@ -265,12 +265,13 @@ func (cc *clientConn) readOne(m *transport.Message) bool {
 		cc.recvFailed(err)
 		return false
 	}
-	if _, ok := m.Header[rpcwire.Drain]; ok {
+	rh := readHeader(m.Header)
+	if rh.has(rpcwire.Drain) {
 		cc.drain()
 		shed(m)
 		return true
 	}
-	seq, err := rpcwire.ParseSeq(m.Header)
+	seq, err := rh.parseSeq()
 	if err != nil {
 		cc.log.Warn("dispatch: closing connection: reply without a valid Seq", "remote", cc.sock.RemoteAddr(), "err", err)
 		cc.fail(connFailed(fmt.Errorf("%w: reply without a valid Seq: %w", transport.ErrProtocol, err)))
@@ -289,7 +290,7 @@ func (cc *clientConn) readOne(m *transport.Message) bool {
 		shed(m)
 		return true
 	}
-	if _, ok := m.Header[rpcwire.Stream]; ok {
+	if rh.has(rpcwire.Stream) {
 		// A frame of a stream that has ended (a grant that crossed
 		// its end): never a call's reply, whose Seq may be reused.
 		cc.mu.Unlock()
@@ -309,13 +310,13 @@ func (cc *clientConn) readOne(m *transport.Message) bool {
 	if p == nil || p == abandoned {
 		return true // a reply to a call whose caller gave up, or to none
 	}
-	if msg, failed := m.Header[rpcwire.Error]; failed {
+	if msg, failed := rh.get(rpcwire.Error); failed {
 		p.err = wireError(m.Header, msg)
 	} else {
 		p.err = decodeReply(cc.codec, p.name, m.Body, p.reply)
 	}
 	if p.capture != nil {
-		p.capture.deliver(metadataOf(m.Header))
+		p.capture.deliver(rh.metadata())
 	}
 	shed(m)
 	p.done <- struct{}{}

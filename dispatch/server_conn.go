@@ -210,13 +210,14 @@ func (c *serverConn) run() {
 		if c.idle != nil {
 			c.idle.Touch()
 		}
-		if _, ok := m.Header[rpcwire.Drain]; ok {
+		rh := readHeader(m.Header)
+		if rh.has(rpcwire.Drain) {
 			c.ackDrained()
 			shed(m)
 			continue
 		}
-		seqText := m.Header[rpcwire.Seq]
-		seq, err := rpcwire.ParseSeq(m.Header)
+		seqText := rh.seq
+		seq, err := rh.parseSeq()
 		if err != nil {
 			// Without a sequence number no reply can be matched: the
 			// peer does not speak this protocol.
@@ -224,12 +225,12 @@ func (c *serverConn) run() {
 			c.teardown()
 			return
 		}
-		if _, ok := m.Header[rpcwire.Cancel]; ok {
+		if rh.has(rpcwire.Cancel) {
 			c.cancel(seq)
 			continue
 		}
 		open := false
-		if kind, ok := m.Header[rpcwire.Stream]; ok {
+		if kind, ok := rh.get(rpcwire.Stream); ok {
 			if open = kind == rpcwire.StreamOpen; !open {
 				// A frame of a stream in flight: hand it to the stream,
 				// which never makes the reader wait.
@@ -242,7 +243,7 @@ func (c *serverConn) run() {
 				continue
 			}
 		}
-		call := c.start(m, seq, seqText, open)
+		call := c.start(m, &rh, seq, open)
 		shed(m)
 		if call != nil {
 			if !open && c.inlineOK && c.lone() {
@@ -278,9 +279,10 @@ func (c *serverConn) teardown() {
 
 // start prepares one call, or one stream when open is set, and returns it,
 // or answers it at once with an error and returns nil. Arguments are
-// decoded here, since the next Recv reuses the message.
-func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, open bool) *serverCall {
-	name := m.Header[rpcwire.ServiceMethod]
+// decoded here, since the next Recv reuses the message; rh holds its
+// headers.
+func (c *serverConn) start(m *transport.Message, rh *receivedHeader, seq uint64, open bool) *serverCall {
+	seqText, name := rh.seq, rh.name
 	if !c.srv.gate.enter() {
 		c.refuse(open, seqText, name, errShuttingDown)
 		return nil
@@ -288,7 +290,8 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, ope
 	meth, e := c.srv.route(name, open)
 	var cdc codec.Codec
 	if e == nil {
-		cdc, e = c.srv.codecFor(m.Header[rpcwire.ContentType])
+		ctype, _ := rh.get(rpcwire.ContentType)
+		cdc, e = c.srv.codecFor(ctype)
 	}
 	var args, reply any
 	if e == nil && !open {
@@ -296,7 +299,7 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, ope
 		e = decodeArgs(cdc, meth, m.Body, args)
 	}
 	window := DefaultStreamWindow // the caller's, for what the handler sends
-	if t, ok := m.Header[rpcwire.Window]; ok && e == nil && open {
+	if t, ok := rh.get(rpcwire.Window); ok && e == nil && open {
 		var err error
 		if window, err = rpcwire.ParseWindow(t); err != nil {
 			e = &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Window " + strconv.Quote(t)}
@@ -308,9 +311,9 @@ func (c *serverConn) start(m *transport.Message, seq uint64, seqText string, ope
 		return nil
 	}
 
-	md := metadataOf(m.Header)
+	md := rh.metadata()
 	call := &serverCall{callCtx: callCtx{md: md}, conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText, name: name}
-	if t, ok := m.Header[rpcwire.Timeout]; ok {
+	if t, ok := rh.get(rpcwire.Timeout); ok {
 		d, err := rpcwire.ParseTimeout(t)
 		if err != nil {
 			c.refuse(open, seqText, name, &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Timeout " + strconv.Quote(t)})

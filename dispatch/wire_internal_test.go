@@ -61,3 +61,54 @@ func TestHeaderFill(t *testing.T) {
 		t.Errorf("request with a deadline and metadata: %v", h)
 	}
 }
+
+// TestReceivedHeader: readHeader answers every lookup, the metadata and the
+// sequence number as the map itself does, whether the map holds Seq and
+// Service-Method alone, one of them, neither, or more.
+func TestReceivedHeader(t *testing.T) {
+	keys := []string{rpcwire.Drain, rpcwire.Cancel, rpcwire.Stream, rpcwire.ContentType, rpcwire.Window,
+		rpcwire.Timeout, rpcwire.Error, rpcwire.ErrorCode, rpcwire.MetadataPrefix + "k", "Other"}
+	for name, h := range map[string]map[string]string{
+		"nil":              nil,
+		"empty":            {},
+		"call":             {rpcwire.ServiceMethod: "S.M", rpcwire.Seq: "7"},
+		"seq alone":        {rpcwire.Seq: "7"},
+		"name alone":       {rpcwire.ServiceMethod: "S.M"},
+		"empty values":     {rpcwire.ServiceMethod: "", rpcwire.Seq: ""},
+		"drain":            {rpcwire.Drain: ""},
+		"other alone":      {"Other": "x"},
+		"seq and other":    {rpcwire.Seq: "7", "Other": "x"},
+		"call and error":   {rpcwire.ServiceMethod: "S.M", rpcwire.Seq: "7", rpcwire.Error: "no", rpcwire.ErrorCode: "not_found"},
+		"call and md":      {rpcwire.ServiceMethod: "S.M", rpcwire.Seq: "7", rpcwire.MetadataPrefix + "k": "v"},
+		"call and timeout": {rpcwire.ServiceMethod: "S.M", rpcwire.Seq: "18446744073709551615", rpcwire.Timeout: "5"},
+		"stream":           {rpcwire.Seq: "1", rpcwire.Stream: rpcwire.StreamOpen, rpcwire.Window: "10", rpcwire.ContentType: "json"},
+		"bad seq":          {rpcwire.ServiceMethod: "S.M", rpcwire.Seq: "+1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := readHeader(h)
+			seq, ok := h[rpcwire.Seq]
+			if r.seq != seq || r.hasSeq != ok {
+				t.Errorf("seq = %q, %v; the map holds %q, %v", r.seq, r.hasSeq, seq, ok)
+			}
+			sm, ok := h[rpcwire.ServiceMethod]
+			if r.name != sm || r.hasName != ok {
+				t.Errorf("name = %q, %v; the map holds %q, %v", r.name, r.hasName, sm, ok)
+			}
+			for _, k := range keys {
+				v, ok := r.get(k)
+				wv, wok := h[k]
+				if v != wv || ok != wok || r.has(k) != wok {
+					t.Errorf("get(%q) = %q, %v; the map holds %q, %v", k, v, ok, wv, wok)
+				}
+			}
+			if got, want := r.metadata(), metadataOf(h); !maps.Equal(got, want) || (got == nil) != (want == nil) {
+				t.Errorf("metadata = %v, want %v", got, want)
+			}
+			n, err := r.parseSeq()
+			wn, werr := rpcwire.ParseSeq(h)
+			if n != wn || (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+				t.Errorf("parseSeq = %d, %v; ParseSeq: %d, %v", n, err, wn, werr)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package rpcwire
 import (
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,35 @@ func FuzzParseDetails(f *testing.F) {
 			t.Fatalf("ParseDetails(%q) encodes back longer, as %q", s, back)
 		}
 	})
+}
+
+// TestShortDecimal holds the fast path of ParseSeqValue to
+// strconv.ParseUint: for every string, it either gives ParseUint's number
+// for a decimal string or passes.
+func TestShortDecimal(t *testing.T) {
+	for _, s := range []string{"", "0", "7", "007", "42", "-1", "+1", " 1", "1 ", "1_0", "0x1", "1e3", "９", "/", ":",
+		"999999999999999999", "9999999999999999999", "10000000000000000000", "18446744073709551615", "18446744073709551616"} {
+		checkShortDecimal(t, s)
+	}
+}
+
+func FuzzShortDecimal(f *testing.F) {
+	for _, s := range []string{"0", "12", "9999999999999999999", "18446744073709551616", "1a"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkShortDecimal)
+}
+
+func checkShortDecimal(t *testing.T, s string) {
+	n, ok := shortDecimal(s)
+	if !ok {
+		return // ParseUint judges it
+	}
+	want, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || !decimal(s) || n != want {
+		t.Errorf("shortDecimal(%q) = %d; ParseUint: %d, %v", s, n, want, err)
+	}
+	if got, err := ParseSeqValue(s, true); err != nil || got != n {
+		t.Errorf("ParseSeqValue(%q) = %d, %v; want %d", s, got, err, n)
+	}
 }
