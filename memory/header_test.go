@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"fmt"
 	"maps"
 	"testing"
 
@@ -10,7 +11,22 @@ import (
 // TestCopyHeader: whatever dst held before, it holds src's entries alone
 // afterwards, and the size returned is frame.HeaderLen's.
 func TestCopyHeader(t *testing.T) {
-	src := map[string]string{"Service-Method": "Arith.Multiply", "Seq": "7"}
+	for _, src := range []map[string]string{
+		{"Service-Method": "Arith.Multiply", "Seq": "7"}, // copyCallHeader's
+		{"Service-Method": "Arith.Multiply", "Seq": "7", "Timeout": "5"},
+		{"Service-Method": "Arith.Multiply", "Error": "no"},
+		{"Seq": "7", "Md-k": "v"},
+		{"Seq": "7"},
+	} {
+		testCopyHeader(t, src)
+	}
+	dst := map[string]string{"k": "v"}
+	if n := copyHeader(dst, nil); n != 0 || len(dst) != 0 {
+		t.Errorf("copying an empty header left %v, size %d", dst, n)
+	}
+}
+
+func testCopyHeader(t *testing.T, src map[string]string) {
 	for _, tc := range []struct {
 		name string
 		dst  map[string]string
@@ -20,8 +36,9 @@ func TestCopyHeader(t *testing.T) {
 		{"one key more", map[string]string{"Service-Method": "old", "Seq": "1", "Timeout": "5"}},
 		{"other keys, as many", map[string]string{"Service-Method": "old", "Error": "no"}},
 		{"other keys, fewer", map[string]string{"Error": "no"}},
+		{"one of the same keys and another", map[string]string{"Seq": "1", "Md-k": "v"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(fmt.Sprint(len(src), " keys, ", tc.name), func(t *testing.T) {
 			n := copyHeader(tc.dst, src)
 			if !maps.Equal(tc.dst, src) {
 				t.Errorf("dst = %v, want %v", tc.dst, src)
@@ -30,9 +47,5 @@ func TestCopyHeader(t *testing.T) {
 				t.Errorf("size %d, want %d", n, want)
 			}
 		})
-	}
-	dst := map[string]string{"k": "v"}
-	if n := copyHeader(dst, nil); n != 0 || len(dst) != 0 {
-		t.Errorf("copying an empty header left %v, size %d", dst, n)
 	}
 }
