@@ -5,6 +5,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/frame"
 )
 
@@ -47,5 +48,34 @@ func testCopyHeader(t *testing.T, src map[string]string) {
 				t.Errorf("size %d, want %d", n, want)
 			}
 		})
+	}
+}
+
+// TestRecycle: the end that receives a message keeps the copy as its spare
+// for its own next Send, unless the copy's body buffer is over
+// maxSpareBody, which goes back to the pool instead.
+func TestRecycle(t *testing.T) {
+	a, b := pair(Addr("a"), Addr("b"), 1<<20)
+	defer a.Close()
+	defer b.Close()
+	var m transport.Message
+	for _, tc := range []struct {
+		recvBody int // cap of the receiver's body buffer before the Recv
+		kept     bool
+	}{{0, true}, {maxSpareBody, true}, {maxSpareBody + 1, false}} {
+		m.Body = make([]byte, 0, tc.recvBody)
+		if err := a.Send(&transport.Message{Header: map[string]string{"Seq": "1"}, Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Recv(&m); err != nil {
+			t.Fatal(err)
+		}
+		c := b.spare.Get()
+		if (c != nil) != tc.kept {
+			t.Errorf("receiver's buffer of %d bytes: spare %v, want kept %v", tc.recvBody, c, tc.kept)
+		}
+		if string(m.Body) != "x" || m.Header["Seq"] != "1" {
+			t.Errorf("received %q, %v", m.Body, m.Header)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/frame"
+	"github.com/zerodial/transport/internal/spare"
 )
 
 // queueLen is how many messages a socket holds for a reader that is not
@@ -43,6 +44,9 @@ type socket struct {
 	turn chan struct{}
 	// peeked holds the message WaitFrame took from in, for the next Recv.
 	peeked frameSlot
+	// spare keeps the copy of the last message received, once delivered,
+	// for this end's next Send (recycle).
+	spare spare.Slot[message]
 }
 
 // pair makes the two connected ends of a new connection.
@@ -85,7 +89,7 @@ func (s *socket) Send(m *transport.Message) error {
 		default:
 		}
 		c.body = nil // the copy is made again in its turn
-		messages.Put(c)
+		s.recycle(c)
 	}
 	return s.sendWaiting(m)
 }
@@ -115,13 +119,13 @@ func (s *socket) sendWaiting(m *transport.Message) error {
 	case s.peer.in <- c:
 		return nil
 	case <-s.done:
-		messages.Put(c)
+		s.recycle(c)
 		return transport.ErrClosed
 	case <-s.peer.done:
-		messages.Put(c)
+		s.recycle(c)
 		return errPeerClosed
 	case <-s.wd.wait():
-		messages.Put(c)
+		s.recycle(c)
 		return transport.ErrTimeout
 	}
 }
@@ -130,12 +134,15 @@ func (s *socket) sendWaiting(m *transport.Message) error {
 // the socket's frame limit. The limit is checked as the header is copied,
 // which saves a pass over it, and before the body is.
 func (s *socket) copyOf(m *transport.Message) (*message, error) {
-	c := messages.Get().(*message)
+	c := s.spare.Get()
+	if c == nil {
+		c = messages.Get().(*message)
+	}
 	if c.header == nil && len(m.Header) > 0 {
 		c.header = make(map[string]string, len(m.Header))
 	}
 	if hl := copyHeader(c.header, m.Header); hl+len(m.Body) > s.max {
-		messages.Put(c)
+		s.recycle(c)
 		return nil, tooLarge(m, s.max)
 	}
 	c.body = append(c.body[:0], m.Body...)
@@ -160,7 +167,7 @@ func (s *socket) Recv(m *transport.Message) error {
 	if err != nil {
 		return err
 	}
-	deliver(c, m)
+	s.deliver(c, m)
 	return nil
 }
 
@@ -251,11 +258,26 @@ func wakeUp(q chan *message) {
 }
 
 // deliver gives c's header and body to m and keeps m's old storage in c,
-// which goes back to the pool.
-func deliver(c *message, m *transport.Message) {
+// which is recycled.
+func (s *socket) deliver(c *message, m *transport.Message) {
 	m.Header, c.header = c.header, m.Header
 	m.Body, c.body = c.body, m.Body[:0]
-	messages.Put(c)
+	s.recycle(c)
+}
+
+// maxSpareBody bounds the body buffer of the copy a socket keeps as its
+// spare, which lives as long as the socket: a larger one goes to the pool,
+// whose idle buffers the collector frees.
+const maxSpareBody = 64 << 10
+
+// recycle keeps c, a copy this end has done with, as its spare for its next
+// Send, or puts it back in the pool. A connection's two ends each free a
+// copy per message received and take one per message sent, so a call
+// makes no Pool round trip (spare.Slot).
+func (s *socket) recycle(c *message) {
+	if cap(c.body) > maxSpareBody || !s.spare.Put(c) {
+		messages.Put(c)
+	}
 }
 
 func (s *socket) Close() error {
