@@ -171,8 +171,9 @@ func getDecoder() *decoder {
 }
 
 func putDecoder(d *decoder) {
+	// Resetting the reader drops the body; the decoder refers to nothing
+	// but that reader, pooled with it, and is Reset before every use.
 	d.r.reset(nil)
-	d.dec.Reset(nil)
 	if cap(d.r.guards) > maxPooledBuffer/8 {
 		d.r.guards = nil
 	}
