@@ -14,7 +14,6 @@ import (
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/rpcwire"
 	"github.com/zerodial/transport/internal/signal"
-	"github.com/zerodial/transport/internal/spare"
 )
 
 // clientConn is one socket's worth of calls: a writer shared by the callers
@@ -40,9 +39,6 @@ type clientConn struct {
 	next    uint64   // the next sequence number never used
 	free    []uint64 // numbers whose replies have come back, for reuse
 	pending map[uint64]*pending
-	// spare keeps the last call's pending, done with, for the next call
-	// (spare.Slot).
-	spare spare.Slot[pending]
 	// streams are the streams whose end has not arrived, by Seq, which
 	// they take from the same numbers as calls.
 	streams map[uint64]*clientStream
@@ -164,15 +160,12 @@ func (cc *clientConn) fail(err error) {
 }
 
 func (cc *clientConn) call(ctx context.Context, name string, args, reply any) error {
-	p := cc.spare.Get()
-	if p == nil {
-		p = pendings.Get().(*pending)
-	}
+	p := pendings.Get().(*pending)
 	p.name, p.reply, p.err, p.capture = name, reply, nil, capturesOf(ctx)
 	cc.mu.Lock()
 	if err := cc.ended.Err(); err != nil {
 		cc.mu.Unlock()
-		cc.release(p)
+		release(p)
 		return err
 	}
 	seq := cc.takeSeq()
@@ -185,11 +178,11 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 			if err == errShuttingDown && p.capture != nil {
 				p.capture.deliver(nil) // as the server's refusal would
 			}
-			cc.release(p)
+			release(p)
 			return err
 		}
 		<-p.done // the connection failed meanwhile and answered p
-		cc.release(p)
+		release(p)
 		if ctx.Err() != nil {
 			return ctxError(ctx)
 		}
@@ -213,14 +206,14 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 				if ctx.Err() != context.DeadlineExceeded {
 					cc.sendCancel(seq)
 				}
-				cc.release(p)
+				release(p)
 				return ctxError(ctx)
 			}
 			<-p.done // the reply is being delivered; take it
 		}
 	}
 	err := p.err
-	cc.release(p)
+	release(p)
 	return err
 }
 
@@ -238,12 +231,9 @@ func (cc *clientConn) takeSeq() uint64 {
 	return seq
 }
 
-// release recycles p, a call's pending that nothing refers to any more.
-func (cc *clientConn) release(p *pending) {
+func release(p *pending) {
 	p.reply, p.err, p.capture = nil, nil, nil
-	if !cc.spare.Put(p) {
-		pendings.Put(p)
-	}
+	pendings.Put(p)
 }
 
 // remove takes seq's call out of the pending calls, reporting whether it was

@@ -14,7 +14,6 @@ import (
 	"github.com/zerodial/transport/internal/flow"
 	"github.com/zerodial/transport/internal/rpcwire"
 	"github.com/zerodial/transport/internal/signal"
-	"github.com/zerodial/transport/internal/spare"
 )
 
 // serverConn serves the calls arriving on one socket.
@@ -30,10 +29,7 @@ type serverConn struct {
 	wire transport.Wire // what the listener it came from speaks; zero for ServeSocket's
 	info atomic.Pointer[connInfo]
 	msg  transport.Message // the reader's; one reader at a time
-	// spareResponse keeps the last reply's response, once sent, for the
-	// next reply (spare.Slot).
-	spareResponse spare.Slot[response]
-	done          signal.Signal // set when the connection is finished
+	done signal.Signal     // set when the connection is finished
 
 	mu    sync.Mutex
 	calls map[uint64]*serverCall // calls whose handler runs, for Cancel messages

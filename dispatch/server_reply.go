@@ -18,12 +18,6 @@ var responses = sync.Pool{New: func() any {
 	return &response{msg: transport.Message{Header: make(map[string]string, 4)}}
 }}
 
-// maxSpareBody bounds the body buffer of the response a connection keeps
-// for its next reply (serverConn.spareResponse), which lives as long as
-// the connection: a larger one goes to the pool, whose idle buffers the
-// collector frees.
-const maxSpareBody = 64 << 10
-
 // maxPooledBody bounds the body buffer a pooled response keeps (the pool
 // itself lets the collector free idle ones).
 const maxPooledBody = 2 << 20
@@ -56,18 +50,13 @@ func (c *serverConn) reply(seqText, name string, cdc codec.Codec, reply any, md 
 // sendReply encodes and sends one reply; reply says what to do when it
 // fails.
 func (c *serverConn) sendReply(seqText, name string, cdc codec.Codec, reply any, md Metadata, e *Error, mayHold bool) error {
-	r := c.spareResponse.Get()
-	if r == nil {
-		r = responses.Get().(*response)
-	}
+	r := responses.Get().(*response)
 	defer func() {
 		r.msg.Body = nil
 		if cap(r.buf) > maxPooledBody {
 			r.buf = nil
 		}
-		if cap(r.buf) > maxSpareBody || !c.spareResponse.Put(r) {
-			responses.Put(r)
-		}
+		responses.Put(r)
 	}()
 	body := r.buf[:0]
 	if e == nil {
