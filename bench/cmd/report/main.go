@@ -44,7 +44,7 @@ func main() {
 	timeout := flag.Duration("timeout", 80*time.Minute, "go test -timeout for the whole run")
 	in := flag.String("in", "", "parse this saved go test output instead of running the benchmarks")
 	out := flag.String("out", "", "directory for bench.md, bench.svg, concurrency.svg and bench.txt (default: the bench module's docs)")
-	idleConns := flag.Int("idle-conns", 10000, "connections per row of BenchmarkIdle, run apart with -benchtime 1x")
+	idleConns := flag.Int("idle-conns", 0, "connections per row of BenchmarkIdle, run apart with -benchtime 1x (default: 10,000, or as many as the open-file limit allows, 2 descriptors each)")
 	shortBenchtime := flag.String("short-benchtime", "2s", "go test -benchtime of the in-process Unary rows (shortRows), run apart one sample per go test, -count times")
 	slowBenchtime := flag.String("slowlink-benchtime", "2s", "go test -benchtime of BenchmarkSlowLink, run apart one sample per go test, -count times")
 	flag.Parse()
@@ -70,7 +70,14 @@ func main() {
 			fail(err)
 		}
 		command = "(saved output " + filepath.Base(*in) + ")"
+		// A report's own bench.txt says what produced it.
+		if line, _, _ := bytes.Cut(raw, []byte("\n")); bytes.HasPrefix(line, []byte("command: ")) {
+			command = string(bytes.TrimPrefix(line, []byte("command: ")))
+		}
 	} else {
+		if *idleConns == 0 {
+			*idleConns = defaultIdleConns(fdLimit())
+		}
 		var commands []string
 		for _, ps := range plan(runOptions{
 			bench: *bench, count: *count, timeout: *timeout, idleConns: *idleConns,
@@ -161,6 +168,22 @@ func moduleDir(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("the current module is %q, not %s: run this from the bench directory", path, benchModule)
 	}
 	return dir, nil
+}
+
+// defaultIdleConns is BenchmarkIdle's connections per row when -idle-conns
+// is not given: 10,000, or fewer, in steps of 500, when the open-file
+// limit cannot hold 2 descriptors for each and 256 to spare (BenchmarkIdle
+// skips a row that does not fit; a machine that allows 20,000 files gets
+// 9,500). limit is 0 when it is not known.
+func defaultIdleConns(limit uint64) int {
+	const most = 10000
+	if limit == 0 || limit >= 2*most+256 {
+		return most
+	}
+	if limit < 2*500+256 {
+		return 500
+	}
+	return int((limit-256)/2/500) * 500
 }
 
 // idleConnsEnv is the environment variable BenchmarkIdle takes its number

@@ -575,3 +575,13 @@ func TestRateLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultIdleConns: BenchmarkIdle's rows of 2 descriptors a
+// connection fit the open-file limit, with 256 to spare.
+func TestDefaultIdleConns(t *testing.T) {
+	for limit, want := range map[uint64]int{0: 10000, 1 << 20: 10000, 20256: 10000, 20000: 9500, 4096: 1500, 1024: 500} {
+		if got := defaultIdleConns(limit); got != want {
+			t.Errorf("defaultIdleConns(%d) = %d, want %d", limit, got, want)
+		}
+	}
+}
