@@ -3,44 +3,22 @@ package mux_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/conntest"
 	"github.com/zerodial/transport/mux"
 )
-
-// jsonText returns n bytes of JSON-like text, which compresses well.
-func jsonText(n int) []byte {
-	var b bytes.Buffer
-	for i := 0; b.Len() < n; i++ {
-		fmt.Fprintf(&b, `{"id":%d,"name":"user-%d","active":%t},`, i, i*7919%10007, i%3 == 0)
-	}
-	return b.Bytes()[:n]
-}
-
-// countingConn counts the bytes written to the connection it wraps.
-type countingConn struct {
-	net.Conn
-	n atomic.Int64
-}
-
-func (c *countingConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	c.n.Add(int64(n))
-	return n, err
-}
 
 // TestCompressionNegotiated: the session's prefaces decide for all its
 // streams: a body of JSON text crosses a stream compressed only when both
 // ends have compression on, and arrives as it was sent either way.
 func TestCompressionNegotiated(t *testing.T) {
-	body := jsonText(256 << 10)
+	body := conntest.JSONText(256 << 10)
 	for _, tc := range []struct {
 		name           string
 		client, server []mux.Option
@@ -52,7 +30,7 @@ func TestCompressionNegotiated(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pc, ps := net.Pipe()
-			cc, sc := &countingConn{Conn: pc}, &countingConn{Conn: ps}
+			cc, sc := &conntest.CountingConn{Conn: pc}, &conntest.CountingConn{Conn: ps}
 			type listened struct {
 				l   transport.Listener
 				err error
@@ -88,15 +66,15 @@ func TestCompressionNegotiated(t *testing.T) {
 
 			for _, dir := range []struct {
 				from, to transport.Socket
-				wrote    *countingConn
+				wrote    *conntest.CountingConn
 			}{{a, b, cc}, {b, a, sc}} {
-				before := dir.wrote.n.Load()
+				before := dir.wrote.Written()
 				sent := make(chan error, 1)
 				go func() { sent <- dir.from.Send(&transport.Message{Body: body}) }()
 				require.NoError(t, dir.to.Recv(&m))
 				require.NoError(t, <-sent)
 				assert.True(t, bytes.Equal(body, m.Body), "the body changed on the way")
-				onWire := dir.wrote.n.Load() - before
+				onWire := dir.wrote.Written() - before
 				if tc.compressed {
 					assert.Less(t, onWire, int64(len(body)/3), "sent uncompressed")
 				} else {

@@ -4,48 +4,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/conntest"
 	"github.com/zerodial/transport/tcp"
 	"github.com/zerodial/transport/transporttest"
 )
-
-// jsonText returns n bytes of JSON-like text, which compresses well.
-func jsonText(n int) []byte {
-	var b bytes.Buffer
-	for i := 0; b.Len() < n; i++ {
-		fmt.Fprintf(&b, `{"id":%d,"name":"user-%d","active":%t},`, i, i*7919%10007, i%3 == 0)
-	}
-	return b.Bytes()[:n]
-}
-
-// countingConn counts the bytes written to the connection it wraps.
-type countingConn struct {
-	net.Conn
-	n atomic.Int64
-}
-
-func (c *countingConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	c.n.Add(int64(n))
-	return n, err
-}
 
 // TestCompressionNegotiated: a body of JSON text crosses a connection
 // compressed only when both ends have compression on; an end with
 // WithoutCompression neither sends nor is sent a compressed frame, and
 // every body arrives as it was sent.
 func TestCompressionNegotiated(t *testing.T) {
-	body := jsonText(256 << 10)
+	body := conntest.JSONText(256 << 10)
 	for _, tc := range []struct {
 		name       string
 		a, b       []tcp.Option
@@ -58,7 +36,7 @@ func TestCompressionNegotiated(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pa, pb := net.Pipe()
-			ca, cb := &countingConn{Conn: pa}, &countingConn{Conn: pb}
+			ca, cb := &conntest.CountingConn{Conn: pa}, &conntest.CountingConn{Conn: pb}
 			bs := newSocketAsync(t, cb, tc.b...)
 			a, err := tcp.NewSocket(t.Context(), ca, tc.a...)
 			require.NoError(t, err)
@@ -66,16 +44,16 @@ func TestCompressionNegotiated(t *testing.T) {
 			b := <-bs
 			for _, dir := range []struct {
 				from, to transport.Socket
-				wrote    *countingConn
+				wrote    *conntest.CountingConn
 			}{{a, b, ca}, {b, a, cb}} {
-				before := dir.wrote.n.Load()
+				before := dir.wrote.Written()
 				sent := make(chan error, 1)
 				go func() { sent <- dir.from.Send(&transport.Message{Body: body}) }()
 				var m transport.Message
 				require.NoError(t, dir.to.Recv(&m))
 				require.NoError(t, <-sent)
 				assert.True(t, bytes.Equal(body, m.Body), "the body changed on the way")
-				onWire := dir.wrote.n.Load() - before
+				onWire := dir.wrote.Written() - before
 				if tc.compressed {
 					assert.Less(t, onWire, int64(len(body)/3), "sent uncompressed")
 				} else {
@@ -100,7 +78,7 @@ func TestCompressionOlderPeer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ZDIALt\x01\x01", string(theirs), "the socket announces S2")
 	s := <-ready
-	body := jsonText(64 << 10)
+	body := conntest.JSONText(64 << 10)
 	go func() { _ = s.Send(&transport.Message{Body: body}) }()
 	prefix := make([]byte, 10)
 	_, err = io.ReadFull(b, prefix)
@@ -139,7 +117,7 @@ func BenchmarkEcho1MiB(b *testing.B) {
 		for _, p := range []struct {
 			name string
 			body []byte
-		}{{"text", jsonText(1 << 20)}, {"random", random}} {
+		}{{"text", conntest.JSONText(1 << 20)}, {"random", random}} {
 			b.Run(mode.name+"/"+p.name, func(b *testing.B) {
 				c, s := transporttest.Pair(b, tcp.New(mode.opts...), "127.0.0.1:0")
 				go transporttest.Echo(s)
