@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/zerodial/transport"
 )
@@ -21,11 +22,23 @@ import (
 // transport.ErrConnectionRefused, and a dial cut short by ctx matches
 // ctx.Err() (the net package's error does not always say so). Other errors
 // are returned as they are.
+//
+// A dial that timed out when ctx's deadline had passed matches
+// context.DeadlineExceeded even while ctx.Err() is still nil: the net
+// package sets ctx's deadline on the socket, and on a loaded machine the
+// poller can report it before ctx's own timer has run (seen as a bare
+// "i/o timeout" under .ci/run --stress).
 func DialError(ctx context.Context, err error) error {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return fmt.Errorf("%w: %w", transport.ErrConnectionRefused, err)
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+	ctxErr := ctx.Err()
+	if ctxErr == nil && isTimeout(err) {
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			ctxErr = context.DeadlineExceeded
+		}
+	}
+	if ctxErr != nil && !errors.Is(err, ctxErr) {
 		return fmt.Errorf("%w: %w", ctxErr, err)
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,6 +42,30 @@ func TestDialErrorContext(t *testing.T) {
 	// An error that already says so is left alone.
 	wrapped := fmt.Errorf("dial: %w", context.Canceled)
 	assert.Same(t, wrapped, DialError(ctx, wrapped))
+}
+
+// passedDeadline is a context whose deadline has passed but whose timer
+// has not yet run: Err is still nil, as it is for a moment on a loaded
+// machine after the poller reported the socket's deadline.
+type passedDeadline struct{ context.Context }
+
+func (passedDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// TestDialErrorDeadlinePassed: a dial that timed out at ctx's deadline
+// matches context.DeadlineExceeded though ctx.Err() does not say so yet;
+// a timeout before the deadline, or an error that is no timeout, is left
+// alone.
+func TestDialErrorDeadlinePassed(t *testing.T) {
+	netErr := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	err := DialError(passedDeadline{context.Background()}, netErr)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, netErr, "the net package's error is kept")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	assert.Same(t, netErr, DialError(ctx, netErr), "the deadline is an hour away")
+	other := errors.New("no route to host")
+	assert.Same(t, other, DialError(passedDeadline{context.Background()}, other))
 }
 
 func TestDialErrorOther(t *testing.T) {
