@@ -95,27 +95,27 @@ func TestBatchOrderAndCoalescing(t *testing.T) {
 // ErrTimeout, and closes the socket: the batch may hold others' messages.
 // Meanwhile Queue stops taking messages once maxQueued bytes wait, rather
 // than holding all a sender sends.
+//
+// The peer is a pipe's end that never reads, so the Flush's write blocks
+// for good — a fact, not a guess from how long a Flush took: over tcp a
+// Flush slow only because the machine was loaded looked blocked, finished,
+// and failed the test (.ci/run --stress).
 func TestBatchFlushInterruptedAndBounded(t *testing.T) {
-	sa, _, _ := socketPair(t) // the peer never reads
+	a, b := net.Pipe()
+	writing := make(chan struct{})
+	sa := NewSocket(&writeStarted{Conn: a, started: writing}, 1<<20)
+	t.Cleanup(func() { sa.Close(); b.Close() })
 	big := &transport.Message{Body: make([]byte, 64<<10)}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	// Fill the kernel's buffers until a Flush blocks.
-	var flushed chan error
-	for flushed == nil {
-		flush, err := sa.Queue(big)
-		require.NoError(t, err)
-		require.True(t, flush, "no write is under way")
-		done := make(chan error, 1)
-		go func() { done <- sa.Flush(ctx) }()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(50 * time.Millisecond):
-			flushed = done // blocked: the peer's buffers are full
-		}
-	}
+	flush, err := sa.Queue(big)
+	require.NoError(t, err)
+	require.True(t, flush, "no write is under way")
+	flushed := make(chan error, 1)
+	go func() { flushed <- sa.Flush(ctx) }()
+	recvWithin(t, writing, "the Flush's write")
+
 	// A second sender queues behind the blocked writer, up to the bound.
 	queued := make(chan int, 1)
 	go func() {
@@ -129,6 +129,12 @@ func TestBatchFlushInterruptedAndBounded(t *testing.T) {
 		}
 		queued <- n
 	}()
+	// Once maxQueued bytes wait behind the batch being written, the sender
+	// is held in Queue; then the Flush's context ends.
+	writtenBatch := int64(len(big.Body) + PrefixLen)
+	require.Eventually(t, func() bool { return sa.Unwritten() >= writtenBatch+maxQueued },
+		10*time.Second, time.Millisecond, "the second sender filled the queue")
+	cancel()
 
 	select {
 	case err := <-flushed:
@@ -138,9 +144,31 @@ func TestBatchFlushInterruptedAndBounded(t *testing.T) {
 	}
 	n := <-queued
 	assert.LessOrEqual(t, n*(16<<10+PrefixLen), maxQueued+(16<<10+PrefixLen), "Queue held more than maxQueued behind a blocked write")
-	_, err := sa.Queue(&transport.Message{Body: []byte("late")})
+	_, err = sa.Queue(&transport.Message{Body: []byte("late")})
 	require.Error(t, err, "the interrupted batch closed the socket")
 	assert.False(t, strings.Contains(err.Error(), "use of closed"), "the cause is reported: %v", err)
+}
+
+// writeStarted closes started when its first Write begins.
+type writeStarted struct {
+	net.Conn
+	once    sync.Once
+	started chan struct{}
+}
+
+func (c *writeStarted) Write(b []byte) (int, error) {
+	c.once.Do(func() { close(c.started) })
+	return c.Conn.Write(b)
+}
+
+// recvWithin waits for ch to close, failing the test after 10 s.
+func recvWithin(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
 }
 
 // Senders that wait for their own writes (Send's) behind a write that
