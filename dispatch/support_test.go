@@ -25,7 +25,7 @@ import (
 // waitLong bounds every wait for something that must happen; waitShort is
 // how long a test watches for something that must not happen.
 const (
-	waitLong  = 3 * time.Second
+	waitLong  = 20 * time.Second
 	waitShort = 100 * time.Millisecond
 )
 
