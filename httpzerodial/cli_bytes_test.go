@@ -30,7 +30,10 @@ func TestCLIBytesEveryPath(t *testing.T) {
 	command := cliCommand(t)
 	srv := dispatch.NewServer()
 	require.NoError(t, dispatch.Handle(srv, "Files.Names", func(ctx context.Context, f *cliFiles, r *[]string) error {
-		*r = []string{string(f.Main.Data)}
+		*r = []string{""}
+		if f.Main != nil {
+			(*r)[0] = string(f.Main.Data)
+		}
 		for _, b := range f.More {
 			*r = append(*r, string(b.Data))
 		}

@@ -91,7 +91,10 @@ func service(t *testing.T) *dispatch.Server {
 		return nil
 	}))
 	require.NoError(t, dispatch.Handle(srv, "Shop.Unblob", func(ctx context.Context, b *Files, r *[]string) error {
-		*r = []string{string(b.Main.Data)}
+		*r = []string{""}
+		if b.Main != nil {
+			(*r)[0] = string(b.Main.Data)
+		}
 		for _, f := range b.More {
 			*r = append(*r, string(f.Data))
 		}
