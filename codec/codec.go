@@ -31,3 +31,14 @@ type Appender interface {
 // is not given. It is Msgpack; it is a variable only because Go has no
 // interface constants, and it should not be reassigned.
 var Default Codec = Msgpack
+
+// StrictUnmarshaler is implemented by codecs that can refuse what a
+// message holds beyond its type: a map key that names no field of the
+// struct it is decoded into, which Unmarshal ignores so that a message may
+// gain fields its reader does not know yet. It is optional and found by
+// type assertion; a dispatch Server with WithStrictDecoding uses it for
+// the arguments of calls. Msgpack implements it.
+type StrictUnmarshaler interface {
+	// UnmarshalStrict is Unmarshal, refusing unknown fields.
+	UnmarshalStrict(data []byte, v any) error
+}

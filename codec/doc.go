@@ -19,6 +19,15 @@
 //     afford (each transport's WithMaxFrameSize option).
 //   - No aliasing. Unmarshal never keeps a reference to the body it decodes,
 //     so callers may reuse that buffer at once (transport Sockets do).
+//   - Errors that say where. A body that does not fit its Go type fails with
+//     a *FieldError naming the field, what the body holds there and the type
+//     the field wants ("field Qty: got string "three", want int64"), found by
+//     a second walk of the body on the failure path only.
+//
+// Unknown map keys are ignored, so that a message may gain fields its reader
+// does not know yet; UnmarshalStrict (StrictUnmarshaler) refuses them with
+// ErrUnknownField, for a server that wants a misspelled field refused
+// rather than dropped (dispatch.WithStrictDecoding).
 //
 // Bodies that are already encoded pass through untouched: a []byte or Raw
 // (or a pointer to one) is the body itself, not something to encode. See

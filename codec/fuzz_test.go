@@ -18,6 +18,8 @@ func FuzzUnmarshal(f *testing.F) {
 		[]any{1, "a", []any{nil}}, map[string]any{"k": map[string]any{"n": []any{}}},
 		small{1, 2}, sampleRecord(), time.Unix(1700000000, 0x85<<22),
 		map[string]string{"a": "b"}, blob{1, 2, 3},
+		map[string]any{"Qty": "three", "Items": []any{map[string]any{"N": "x", "Size": 1}}, "Tags": map[string]any{"k": nil}},
+		map[int]any{1: []any{map[string]any{"Name": 2}}},
 	} {
 		b, err := codec.Msgpack.Marshal(v)
 		if err != nil {
@@ -36,13 +38,19 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add([]byte{})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		// Typed targets exercise other decoding paths; only panics and
+		// Typed targets exercise other decoding paths, and the walk that
+		// explains a failure (FieldError), strict or not; only panics and
 		// runaway allocation matter there.
-		for _, target := range []any{
-			new(hostileTarget), new([]any), new(map[string]any), new(map[string]string),
-			new(map[string][]byte), new([]map[string]any), new(time.Time), new(blob), new(small),
+		strict := codec.Msgpack.(codec.StrictUnmarshaler)
+		for _, target := range []func() any{
+			func() any { return new(hostileTarget) }, func() any { return new([]any) },
+			func() any { return new(map[string]any) }, func() any { return new(map[string]string) },
+			func() any { return new(map[string][]byte) }, func() any { return new([]map[string]any) },
+			func() any { return new(time.Time) }, func() any { return new(blob) }, func() any { return new(small) },
+			func() any { return new(reserveReq) }, func() any { return new(map[int][]*lineItem) },
 		} {
-			_ = codec.Msgpack.Unmarshal(data, target)
+			_ = codec.Msgpack.Unmarshal(data, target())
+			_ = strict.UnmarshalStrict(data, target())
 		}
 
 		var v any

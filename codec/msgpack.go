@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -60,7 +61,14 @@ func (msgpackCodec) AppendMarshal(dst []byte, v any) ([]byte, error) {
 	return out, nil
 }
 
-func (msgpackCodec) Unmarshal(data []byte, v any) error {
+func (msgpackCodec) Unmarshal(data []byte, v any) error { return unmarshal(data, v, false) }
+
+// UnmarshalStrict is Unmarshal, except that a map key naming no field of
+// the struct it is decoded into is refused with a *FieldError that is
+// ErrUnknownField, where Unmarshal ignores it (StrictUnmarshaler).
+func (msgpackCodec) UnmarshalStrict(data []byte, v any) error { return unmarshal(data, v, true) }
+
+func unmarshal(data []byte, v any, strict bool) error {
 	if ok, err := unmarshalRaw(data, v); ok {
 		return err
 	}
@@ -70,30 +78,16 @@ func (msgpackCodec) Unmarshal(data []byte, v any) error {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
 		return fmt.Errorf("%w: cannot unmarshal into a nil %T", ErrNilPointer, v)
 	}
-	d := getDecoder()
-	var err error
-	if d.r.guards, err = validate(data, d.r.guards[:0]); err != nil {
-		putDecoder(d)
+	err := decode(data, v, strict)
+	switch {
+	case err == nil:
+		return checkFieldsMatched(data, v)
+	case errors.Is(err, ErrMalformed), errors.Is(err, ErrTooDeep):
 		return err
+	case reflect.TypeOf(v).Kind() != reflect.Pointer:
+		return fmt.Errorf("codec: cannot unmarshal into %T: %w", v, err)
 	}
-	d.r.reset(data)
-	d.dec.Reset(&d.r)
-	err = d.dec.Decode(v)
-	if d.r.tripped >= 0 {
-		// The decoder's own error is only that a read failed.
-		err = guardError(d.r.tripped)
-	} else if err != nil {
-		err = fmt.Errorf("codec: cannot unmarshal into %T: %w", v, err)
-	} else {
-		err = checkFieldsMatched(data, v)
-	}
-	if len(data) > maxPooledBuffer {
-		// The decoder keeps an internal buffer as large as the longest
-		// string it has read, which the pool should not keep alive.
-		return err
-	}
-	putDecoder(d)
-	return err
+	return explain(data, v, strict, err)
 }
 
 // appendWriter is the io.Writer the pooled encoder writes to. It has a

@@ -225,8 +225,13 @@ func decodeError(name string, err error) *Error {
 	if errors.As(err, &e) && e != nil {
 		return &Error{Code: e.Code, Message: e.Message}
 	}
-	return &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding arguments of " + name + ": " + err.Error()}
+	return argsError(name, err)
 }
+
+// StrictDecoding reports whether the Server was made WithStrictDecoding,
+// for a protocol that decodes arguments itself (httpzerodial): it then
+// refuses a field the arguments' type does not have, as every path does.
+func (s *Server) StrictDecoding() bool { return s.opts.strict }
 
 // foreignCall is a call or stream of a foreign protocol, and its handler's
 // context: as serverCall, with the deadline of the protocol's context and

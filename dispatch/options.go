@@ -35,6 +35,7 @@ type serverOptions struct {
 	replyTimeout       time.Duration
 	idleTimeout        time.Duration
 	streamWindow       int
+	strict             bool             // WithStrictDecoding
 	problems           options.Problems // invalid options, reported by Serve and Start
 }
 
@@ -260,6 +261,23 @@ func WithServerCodecs(cs ...codec.Codec) ServerOption {
 			o.codecs[c.Name()] = c
 		}
 	})
+}
+
+// WithStrictDecoding makes the Server refuse the arguments of a call that
+// hold a field their type does not have — a misspelled "Qtty" beside Qty —
+// with CodeInvalidArgument naming the field, where by default the field is
+// ignored (so that callers may send fields a Server does not know yet).
+// It applies on every path that decodes arguments: memory, tcp, mux, the
+// shortcut's copy mode, HTTP through httpzerodial (JSON and msgpack), and
+// ServeCodec and ServeConn with net/rpc/jsonrpc's codec (what other net/rpc
+// codecs can do: ServeCodec's doc). The shortcut's direct mode decodes
+// nothing: the handler gets the caller's own Go value, which cannot hold a
+// field its type does not have, so the same Go call has the same outcome.
+// A codec of WithServerCodecs is strict if it implements
+// codec.StrictUnmarshaler (msgpack does), and decodes as always otherwise.
+// The messages of streams are decoded as without it.
+func WithStrictDecoding() ServerOption {
+	return serverOption(func(o *serverOptions) { o.strict = true })
 }
 
 type clientOptions struct {

@@ -42,6 +42,9 @@ import (
 // | a sentinel error crosses | CodeFailedPrecondition, errors.Is(err, sentinel) | the same Message, CodeUnknown, errors.Is false | net/rpc carries an error as text |
 // | wrong args type | CodeInvalidArgument, msgpack's words | CodeInvalidArgument, gob's words | the Server's codec is gob's, and says why in its words |
 // | arguments of another type | CodeInvalidArgument, msgpack's words | CodeInvalidArgument, gob's words | as above |
+// | a field of another type | CodeInvalidArgument, the field, what it holds and the type it wants, in the codec's words | CodeInvalidArgument, gob's words, which name the field too | as above |
+// | a reply of another type | the reply's type and what the body holds, in the codec's words | gob's words, which name both types | the Client's codec is gob's |
+// | a misspelled field refused by a strict Server | CodeInvalidArgument, "unknown field Bb", the handler not called | the call succeeds, the field dropped | gob has no strict decoding: it drops the fields its receiver lacks, by design (jsonrpc's codec refuses them: TestStrictDecodingJSONRPC) |
 // | deadline exceeded | the caller and the handler's context end at the deadline | not run | no deadline reaches the handler: it runs on until the connection ends (the caller's side is the "handler blind" cases, the same) |
 // | cancellation reaches the handler | the handler's context ends with the caller's | not run | net/rpc cannot cancel a call: the handler runs on until the connection ends |
 // | oversize args | refused by the Client before sending: ErrFrameTooLarge | refused by the Server: CodeInvalidArgument, "gobrpc: message of N bytes, limit M", or ErrShutdown when the connection's reset overtakes that answer; the Server closes the connection | gob's codec bounds what it reads, not what it writes: the Server's codec refuses the body and cannot read on; closed with the body unread, the connection is reset |

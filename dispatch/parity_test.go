@@ -374,6 +374,7 @@ func TestParity(t *testing.T) {
 	for _, p := range pathsAndNetRPC() {
 		t.Run(p.name, func(t *testing.T) {
 			e := p.setup(t)
+			e.again = p.setup
 			for _, c := range parityCases {
 				t.Run(c.name, func(t *testing.T) {
 					if e.netrpc != nil {

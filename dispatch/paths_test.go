@@ -54,6 +54,9 @@ type env struct {
 	// DialCodec), nil on paths: it has no transport, no metadata, no
 	// deadline reaching the handler, no streams.
 	netrpc *netrpcCodec
+	// again sets up the same path anew, with other options (TestParity
+	// sets it, for a case that needs a Server of its own).
+	again func(t testing.TB, o ...setupOption) *env
 }
 
 type path struct {
@@ -76,8 +79,12 @@ var paths = []path{
 // setupOption varies a path's setup.
 type setupOption int
 
-// noInterceptors leaves the recording interceptors out, for benchmarks.
-const noInterceptors setupOption = 1
+const (
+	// noInterceptors leaves the recording interceptors out, for benchmarks.
+	noInterceptors setupOption = iota + 1
+	// strictDecoding makes the Server WithStrictDecoding.
+	strictDecoding
+)
 
 func newServer(t testing.TB, o ...setupOption) (*dispatch.Server, *Arith, *recorder) {
 	srv, arith, _, rec := newServerKeeper(t, o...)
@@ -90,6 +97,9 @@ func newServerKeeper(t testing.TB, o ...setupOption) (*dispatch.Server, *Arith, 
 	var opts []dispatch.ServerOption
 	if !slices.Contains(o, noInterceptors) {
 		opts = append(opts, dispatch.WithInterceptors(rec.interceptor("outer"), rec.interceptor("inner")))
+	}
+	if slices.Contains(o, strictDecoding) {
+		opts = append(opts, dispatch.WithStrictDecoding())
 	}
 	srv := dispatch.NewServer(opts...)
 	arith := newArith()

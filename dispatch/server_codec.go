@@ -62,6 +62,14 @@ const PathNetRPC Path = "netrpc"
 //     HashiCorp's msgpackrpc codec does not (its Close and its read share a
 //     field unguarded, which the race detector reports): serve it with
 //     ServeConn, which closes the connection instead.
+//   - WithStrictDecoding: the codec decodes the arguments, so what it can
+//     refuse is its own. net/rpc/jsonrpc's codec decodes them with
+//     encoding/json, which ServeCodec has refuse unknown fields (as
+//     json.Decoder.DisallowUnknownFields does); gob has no such switch
+//     (it matches fields by name and drops the rest, by design), so
+//     gobrpc's codec drops them; HashiCorp's msgpackrpc codec refuses
+//     them when made over a handle with ErrorIfNoField set
+//     (msgpackrpc.NewCodecFromHandle), the program's choice.
 //
 // Streams do not exist in net/rpc: a call of a streaming method is refused
 // as on every path.
@@ -74,7 +82,7 @@ func (s *Server) ServeCodec(codec rpc.ServerCodec) { s.serveCodec(codec, nil) }
 // serveCodec is ServeCodec, and ServeConn when lc is the connection under
 // codec with the wire's limits on it.
 func (s *Server) serveCodec(codec rpc.ServerCodec, lc *limitedConn) {
-	c := &codecConn{srv: s, codec: codec, limits: lc, calls: make(map[*codecCall]struct{})}
+	c := &codecConn{srv: s, codec: codec, limits: lc, calls: make(map[*codecCall]struct{}), strictJSON: strictJSONArgs(s, codec)}
 	if a, ok := addrsOf(codec); ok {
 		c.local, c.remote = a.LocalAddr(), a.RemoteAddr()
 	}
@@ -121,6 +129,9 @@ type codecConn struct {
 	// the wire's limits on it; nil for ServeCodec, whose methods on it do
 	// nothing.
 	limits *limitedConn
+	// strictJSON has the codec, net/rpc/jsonrpc's, decode arguments
+	// through strictJSON (WithStrictDecoding).
+	strictJSON bool
 
 	sending   sync.Mutex // a codec writes one response at a time
 	closeOnce sync.Once
@@ -154,10 +165,15 @@ func (c *codecConn) read() {
 			c.respond(&req, nil, e)
 			continue
 		}
-		err := c.readBody(call.args)
+		var err error
+		if c.strictJSON {
+			err = c.readBody(&strictJSON{call.args})
+		} else {
+			err = c.readBody(call.args)
+		}
 		c.limits.read()
 		if err != nil {
-			c.refuse(call, &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding arguments of " + req.ServiceMethod + ": " + err.Error()})
+			c.refuse(call, argsError(req.ServiceMethod, err))
 			continue
 		}
 		if e := c.limits.admit(c, call); e != nil {

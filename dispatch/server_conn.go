@@ -296,7 +296,7 @@ func (c *serverConn) start(m *transport.Message, rh *receivedHeader, seq uint64,
 	var args, reply any
 	if e == nil && !open {
 		args, reply = meth.newPair()
-		e = decodeArgs(cdc, meth, m.Body, args)
+		e = decodeArgs(cdc, c.srv.opts.strict, meth, m.Body, args)
 	}
 	window := DefaultStreamWindow // the caller's, for what the handler sends
 	if t, ok := rh.get(rpcwire.Window); ok && e == nil && open {

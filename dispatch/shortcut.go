@@ -292,7 +292,7 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 		return e
 	}
 	a, r := m.newPair()
-	if e := decodeArgs(cdc, m, body, a); e != nil {
+	if e := decodeArgs(cdc, srv.opts.strict, m, body, a); e != nil {
 		return e
 	}
 	e, md, returned := c.runHandler(ctx, ent, m, PathShortcutCopy, a, r)

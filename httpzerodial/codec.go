@@ -1,6 +1,7 @@
 package httpzerodial
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -93,13 +94,25 @@ func codecOf(contentType string) string {
 
 // decode decodes data, in the codec named, into v, a pointer to a method's
 // argument or message type. An empty message is the zero value, as a call
-// with nil arguments is on every path.
-func decode(name string, data []byte, v any) error {
-	if len(data) == 0 {
+// with nil arguments is on every path. strict refuses a field v's type
+// does not have, as the Server's other paths do when it was made
+// WithStrictDecoding: msgpack's UnmarshalStrict, or encoding/json's
+// DisallowUnknownFields.
+func decode(name string, data []byte, v any, strict bool) error {
+	switch {
+	case len(data) == 0:
 		return nil
-	}
-	if name == codecMsgpack {
+	case name == codecMsgpack && strict:
+		return codec.Msgpack.(codec.StrictUnmarshaler).UnmarshalStrict(data, v)
+	case name == codecMsgpack:
 		return codec.Msgpack.Unmarshal(data, v)
+	case strict && json.Valid(data):
+		// Valid first, so that a syntax error, or a second value after
+		// the first, is refused in Unmarshal's words: the Decoder reads
+		// one value and would leave the rest unread.
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.DisallowUnknownFields()
+		return d.Decode(v)
 	}
 	return json.Unmarshal(data, v)
 }

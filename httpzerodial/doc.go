@@ -33,6 +33,13 @@
 //     details, each a google.protobuf.Any holding the msgpack value under
 //     DetailTypeURLPrefix and the detail's type name; details over
 //     dispatch.MaxErrorDetailsSize make the internal error every path gets.
+//   - Arguments that do not fit their type are refused with
+//     invalid_argument in the codec's words, which name the field: msgpack's
+//     (codec.FieldError), encoding/json's. A Server made
+//     dispatch.WithStrictDecoding refuses a field the arguments' type does
+//     not have, in JSON (json.Decoder.DisallowUnknownFields) and msgpack
+//     (codec.StrictUnmarshaler) alike; a stream's messages are decoded as
+//     without it, as on the Server's other paths.
 //   - Once the Server's Shutdown has begun, new calls are answered with
 //     unavailable and the calls in flight finish; the http.Server's own
 //     Shutdown stops the HTTP side.

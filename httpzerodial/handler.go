@@ -185,7 +185,7 @@ func (h *Handler) unary(name string) func(context.Context, *connect.Request[mess
 		in := req.Msg
 		cdc := in.codec
 		reply, md, err := h.srv.Invoke(ctx, callInfo(ctx, name), metadataFrom(req.Header()), func(args any) error {
-			return decode(cdc, in.data, args)
+			return decode(cdc, in.data, args, h.srv.StrictDecoding())
 		})
 		if err != nil {
 			return nil, connectError(err, md)

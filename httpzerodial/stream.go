@@ -56,7 +56,7 @@ func (s *streamEnd) Receive(v any) error {
 		}
 		return dispatchError(err)
 	}
-	return decode(s.codec, m.data, v)
+	return decode(s.codec, m.data, v, false) // a stream's messages are not strict (dispatch.WithStrictDecoding)
 }
 
 func (s *streamEnd) Send(v any) error {

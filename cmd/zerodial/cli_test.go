@@ -54,6 +54,14 @@ type Order struct {
 // Blob holds bytes, which JSON prints in base64.
 type Blob struct{ Data []byte }
 
+// Files holds bytes in a nested struct, through a pointer and in a slice,
+// beside a string.
+type Files struct {
+	Main *Blob
+	More []Blob
+	Name string
+}
+
 type Count struct{ N int }
 
 type Tick struct{ I int }
@@ -80,6 +88,17 @@ func service(t *testing.T) *dispatch.Server {
 	}))
 	require.NoError(t, dispatch.Handle(srv, "Shop.Blob", func(ctx context.Context, s *string, r *Blob) error {
 		r.Data = []byte(*s)
+		return nil
+	}))
+	require.NoError(t, dispatch.Handle(srv, "Shop.Unblob", func(ctx context.Context, b *Files, r *[]string) error {
+		*r = []string{""}
+		if b.Main != nil {
+			(*r)[0] = string(b.Main.Data)
+		}
+		for _, f := range b.More {
+			*r = append(*r, string(f.Data))
+		}
+		*r = append(*r, b.Name)
 		return nil
 	}))
 	require.NoError(t, dispatch.Handle(srv, "Calc.Fail", func(ctx context.Context, a *Args, r *int) error {
@@ -235,6 +254,15 @@ func TestWire(t *testing.T) {
 			})
 			t.Run("bytes", func(t *testing.T) {
 				requireJSON(t, `{"Data": "aGk="}`, p.run(t, "call", "Shop.Blob", `"hi"`))
+			})
+			t.Run("bytes-args", func(t *testing.T) {
+				// A []byte field given as a JSON string is base64, as over
+				// HTTP (encoding/json); a string field is the string.
+				requireJSON(t, `["hi", "yo", "", "aGk="]`, p.run(t, "call", "Shop.Unblob",
+					`{"Main": {"Data": "aGk="}, "More": [{"Data": "eW8="}, {"Data": null}], "Name": "aGk="}`))
+				r := p.run(t, "call", "Shop.Unblob", `{"More": [{"Data": "hi!"}]}`)
+				assert.Equal(t, 2, r.code, r.stderr)
+				assert.Equal(t, "zerodial: the []byte field of More[0].Data is not base64, as JSON gives bytes: illegal base64 data at input byte 2\n", r.stderr)
 			})
 			t.Run("metadata", func(t *testing.T) {
 				requireJSON(t, `"ada"`, p.run(t, "call", "-H", "x-user: ada", "Meta.Get", `"x-user"`))
@@ -417,6 +445,7 @@ Meta.Get(string) string
 Shop.Blob(string) main.Blob
 Shop.Echo(main.Order) main.Order
 Shop.Names(integer) map[string]string
+Shop.Unblob(main.Files) []string
 Ticks.Count(main.Count) stream main.Tick
 
 describe.Description {$defs map[string]map[string]any, methods []describe.MethodDescription}
@@ -428,6 +457,7 @@ main.Args {A integer, B integer}
 main.Blob {Data bytes}
 main.Count {N integer}
 main.Customer {Name string, Tags []string}
+main.Files {Main *main.Blob, More []main.Blob, Name string}
 main.Item {Qty integer, SKU string}
 main.Order {Customer main.Customer, ID integer, Items []main.Item, Note *string, Paid boolean, Price number}
 main.Tick {I integer}

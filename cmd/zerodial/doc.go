@@ -37,6 +37,15 @@
 // base64 strings. Over HTTP the JSON goes as it is, and the server decodes
 // it with encoding/json.
 //
+// Bytes: a []byte field is given as a JSON string in base64, as
+// encoding/json reads it ({"Data": "aGk="} is the bytes "hi"), on every
+// path. Over HTTP the server applies the rule; over tcp and mux the
+// command does, having asked the Server's description (describe.Register,
+// one call more when the arguments hold a string) which fields are []byte,
+// and exits 2 when such a string is not base64. A Server that does not
+// describe itself cannot say which fields are []byte: its strings are sent
+// as strings, and a []byte field then takes a string's own bytes.
+//
 // list prints each method with its argument and reply types, then the
 // structs they name, from the description package describe makes: over
 // tcp or mux it calls Describe.Methods, which a Server answers when its

@@ -67,6 +67,9 @@ func (w *wireConn) call(ctx context.Context, method string, args json.RawMessage
 	if err != nil {
 		return nil, usageErr("zerodial: the arguments are not JSON: %v", err)
 	}
+	if v, err = w.base64Args(ctx, method, v); err != nil {
+		return nil, bytesErr(err)
+	}
 	var reply codec.Raw // the body as it came, decoded below without its type
 	if err := w.c.Call(w.ctx(ctx), method, v, &reply); err != nil {
 		return nil, err
@@ -82,6 +85,9 @@ func (w *wireConn) stream(ctx context.Context, method string, args json.RawMessa
 	v, err := fromJSON(args)
 	if err != nil {
 		return usageErr("zerodial: the arguments are not JSON: %v", err)
+	}
+	if v, err = w.base64Args(ctx, method, v); err != nil {
+		return bytesErr(err)
 	}
 	for m, err := range dispatch.CallStream[any, codec.Raw](w.ctx(ctx), w.c, method, &v) {
 		if err != nil {
