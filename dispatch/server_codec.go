@@ -54,8 +54,11 @@ const PathNetRPC Path = "netrpc"
 //     arrives once Shutdown has begun is answered with "dispatch: server is
 //     shutting down", the calls in flight finish and are answered, and then
 //     the connection is closed; a client sees its later calls fail with
-//     rpc.ErrShutdown. Close closes the connection at once, and the calls
-//     in flight get no answer.
+//     rpc.ErrShutdown. A call is in flight once its request has wholly
+//     arrived, header and body: Shutdown does not wait for a request part
+//     way through arriving (a client that stopped after a header), whose
+//     connection it closes with the others. Close closes the connection at
+//     once, and the calls in flight get no answer.
 //   - Closing: ServeCodec has only codec to end the connection with, so
 //     Shutdown, Close and a failed write call codec.Close while codec may
 //     be reading. gobrpc's and jsonrpc's codecs over a net.Conn allow that;
@@ -131,6 +134,13 @@ type codecConn struct {
 }
 
 // read reads requests until the codec fails, and starts a call for each.
+//
+// A call is admitted — into the gate, which Shutdown waits for, and into
+// calls, which keep the connection busy for the idle timeout — only once
+// its request has wholly arrived, header and body, as on the wire, where a
+// call is one frame: a peer that stops after a header, or trickles a body,
+// has no call in flight, so the idle timeout closes its connection and
+// Shutdown does not wait for it.
 func (c *codecConn) read() {
 	for {
 		var req rpc.Request
@@ -143,19 +153,29 @@ func (c *codecConn) read() {
 			}
 			return
 		}
-		call, e := c.start(&req)
+		m, e := c.srv.route(req.ServiceMethod, false)
 		if e != nil {
 			// The body must be read past, or the next header is misread.
-			if err := c.readBody(nil); err != nil {
-				c.respond(&req, nil, e)
-				return
-			}
+			err := c.readBody(nil)
 			c.limits.read()
+			if c.srv.gate.closed() {
+				e = errShuttingDown // first, as on the wire
+			}
+			c.respond(&req, nil, e)
+			if err != nil {
+				return // the next header cannot be found
+			}
+			continue
+		}
+		args, reply := m.newPair()
+		err := c.readBody(args)
+		c.limits.read()
+		call, e := c.start(&req, m, args, reply)
+		if e != nil {
+			// The codec said where the next header is, as below.
 			c.respond(&req, nil, e)
 			continue
 		}
-		err := c.readBody(call.args)
-		c.limits.read()
 		if err != nil {
 			c.refuse(call, &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding arguments of " + req.ServiceMethod + ": " + err.Error()})
 			continue
@@ -175,18 +195,13 @@ func (c *codecConn) refuse(call *codecCall, e *Error) {
 	c.srv.gate.leave()
 }
 
-// start admits the call of req, or returns why not.
-func (c *codecConn) start(req *rpc.Request) (*codecCall, *Error) {
+// start admits the call of req, to m with args decoded and reply, or
+// returns why not.
+func (c *codecConn) start(req *rpc.Request, m *method, args, reply any) (*codecCall, *Error) {
 	if !c.srv.gate.enter() {
 		return nil, errShuttingDown
 	}
-	m, e := c.srv.route(req.ServiceMethod, false)
-	if e != nil {
-		c.srv.gate.leave()
-		return nil, e
-	}
-	call := &codecCall{conn: c, meth: m, name: req.ServiceMethod, seq: req.Seq}
-	call.args, call.reply = m.newPair()
+	call := &codecCall{conn: c, meth: m, name: req.ServiceMethod, seq: req.Seq, args: args, reply: reply}
 	c.mu.Lock()
 	if limit := c.srv.opts.maxConnCalls; len(c.calls) >= limit {
 		c.mu.Unlock()

@@ -41,7 +41,10 @@ import (
 //   - WithIdleTimeout. A connection that has sent no whole request, and
 //     had no reply written, for the idle timeout while none of its calls is
 //     in flight — one stalled half way through a request included — is
-//     closed, as on the wire. A call in flight, however long, keeps it.
+//     closed, as on the wire. A call in flight, however long, keeps it; a
+//     call is in flight only once its request has wholly arrived, header
+//     and body, so a client that stops after a header, or trickles a body,
+//     is closed too, whatever the codec.
 //   - WithReplyTimeout. A response that cannot be written within the reply
 //     timeout, with no other written meanwhile (a client that does not
 //     read), closes the connection, as on the wire.
