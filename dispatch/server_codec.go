@@ -49,7 +49,11 @@ const PathNetRPC Path = "netrpc"
 //     WithReplyTimeout do not apply: the codec decodes a request straight
 //     into the handler's arguments, and its reads and writes are its own; a
 //     codec bounds the size of one message itself, or not (gobrpc's does,
-//     jsonrpc's does not).
+//     jsonrpc's does not). A body the codec fails to read, over its bound
+//     or not, is answered with the codec's error ("dispatch: decoding
+//     arguments of M: ..."), and the connection goes on if the codec can
+//     read on (gobrpc's cannot after a message over its bound: the next
+//     header fails, and the connection ends).
 //   - Shutdown: net/rpc has no notice of a server draining, so a call that
 //     arrives once Shutdown has begun is answered with "dispatch: server is
 //     shutting down", the calls in flight finish and are answered, and then
