@@ -15,8 +15,14 @@ import (
 // NewCodecClient returns a Client that calls through codec, a net/rpc
 // client codec over a connection the program already has — for instance
 // jsonrpc.NewClientCodec(conn), or gobrpc.NewClientCodec(conn) to call an
-// rpc.ServeConn. The Client owns codec, and Close closes it. It has no
-// address to dial again: once codec fails, its calls fail with ErrShutdown.
+// rpc.ServeConn. The Client owns codec, and Close closes it, while its
+// reader may be inside codec's read: gobrpc's and jsonrpc's codecs over a
+// net.Conn allow that; HashiCorp's msgpackrpc codec does not (its Close
+// and its read share a field unguarded, which the race detector reports),
+// so give it to DialCodec, whose Client closes the connection it dialled
+// and closes the codec only once nothing reads or writes through it. It
+// has no address to dial again: once codec fails, its calls fail with
+// ErrShutdown.
 // The error joins every invalid or refused option; WithResolver is refused
 // (a codec has one peer: use DialCodec).
 //
@@ -102,7 +108,7 @@ func NewCodecClient(codec rpc.ClientCodec, opts ...ClientOption) (*Client, error
 		c.addr = remote.String()
 	}
 	d, _ := codec.(writeDeadliner)
-	c.conn = newCodecClientConn(codec, d, remote, o.logger)
+	c.conn = newCodecClientConn(codec, nil, d, remote, o.logger)
 	return c, nil
 }
 
@@ -113,7 +119,10 @@ func NewCodecClient(codec rpc.ClientCodec, opts ...ClientOption) (*Client, error
 // to call the standard library's rpc.Server (rpc.ServeConn, rpc.Accept).
 // dial has the shape of net.Dialer's DialContext, so that a tls.Dialer's
 // (TLS, with its certificates), a proxy's or a test's can be given as they
-// are; nil dials with a net.Dialer. DialCodec connects now, so that an
+// are; nil dials with a net.Dialer. The Client owns the connections it
+// dials: it ends one by closing it, and closes its codec once nothing
+// reads or writes through the codec, so any codec serves, msgpackrpc's
+// too (see NewCodecClient). DialCodec connects now, so that an
 // address nobody serves fails here, as with rpc.Dial; a connection that
 // fails later is dialled again by the next call, as Dial's is. With
 // WithResolver, addr is the target resolved, and each replica is a Client
@@ -187,7 +196,7 @@ func (d *codecDialer) dial(ctx context.Context, addr string) (callConn, error) {
 		conn.Close()
 		return nil, errors.New("dispatch: DialCodec's newCodec returned a nil rpc.ClientCodec")
 	}
-	return newCodecClientConn(codec, conn, conn.RemoteAddr(), d.log), nil
+	return newCodecClientConn(codec, conn, conn, conn.RemoteAddr(), d.log), nil
 }
 
 // String is the network dialled: the Network of the Client's RemoteAddr.

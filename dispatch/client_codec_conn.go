@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/rpc"
@@ -24,7 +25,16 @@ import (
 // and copied into the caller's reply under mu only while the caller still
 // waits, so nothing the caller owns is touched once Call has returned.
 type codecClientConn struct {
-	codec  rpc.ClientCodec
+	codec rpc.ClientCodec
+	// conn is the connection under codec when the Client dialled it
+	// (DialCodec's), nil otherwise. When there is one, the connection is
+	// ended by closing conn, which any goroutine may do, and codec is
+	// closed by the read loop once its reading is over, with the send
+	// lock held: no codec is then asked to Close while it reads or writes
+	// (msgpackrpc's does not allow it; its Close and its read share a field
+	// unguarded). Without one, codec is closed at once, while it may be
+	// reading.
+	conn   io.Closer
 	remote net.Addr // for the log
 	log    *slog.Logger
 
@@ -72,11 +82,13 @@ type codecPending struct {
 type writeDeadliner interface{ SetWriteDeadline(t time.Time) error }
 
 // newCodecClientConn returns a connection over codec, whose peer is remote
-// (for the log; may be nil). deadline, when not nil, sets the write
-// deadline of the codec's connection.
-func newCodecClientConn(codec rpc.ClientCodec, deadline writeDeadliner, remote net.Addr, log *slog.Logger) *codecClientConn {
+// (for the log; may be nil). conn, when not nil, is the connection under
+// codec, which ends the connection (see codecClientConn.conn); deadline,
+// when not nil, sets its write deadline.
+func newCodecClientConn(codec rpc.ClientCodec, conn io.Closer, deadline writeDeadliner, remote net.Addr, log *slog.Logger) *codecClientConn {
 	cc := &codecClientConn{
 		codec:    codec,
+		conn:     conn,
 		deadline: deadline,
 		remote:   remote,
 		log:      log,
@@ -90,15 +102,17 @@ func newCodecClientConn(codec rpc.ClientCodec, deadline writeDeadliner, remote n
 // failure returns why the connection ended, or nil while it works.
 func (cc *codecClientConn) failure() error { return cc.ended.Err() }
 
-// close fails every call in flight with ErrShutdown, closes the codec and
-// returns once the read loop has.
+// close fails every call in flight with ErrShutdown, closes the connection
+// and returns once the read loop has (and, over a connection the Client
+// dialled, has closed the codec).
 func (cc *codecClientConn) close() {
 	cc.fail(ErrShutdown)
 	<-cc.done.Signal()
 }
 
 // fail ends the connection with err for every call in flight (the first
-// error given wins) and closes the codec, which ends the read loop.
+// error given wins) and closes conn, or the codec when there is no conn,
+// which ends the read loop.
 func (cc *codecClientConn) fail(err error) {
 	cc.mu.Lock()
 	first := cc.ended.Set(err)
@@ -112,9 +126,14 @@ func (cc *codecClientConn) fail(err error) {
 		}
 	}
 	cc.mu.Unlock()
-	if first {
-		cc.codec.Close()
+	if !first {
+		return
 	}
+	if cc.conn != nil {
+		cc.conn.Close()
+		return
+	}
+	cc.codec.Close()
 }
 
 // errNoStreams is what opening a stream over a net/rpc codec gets.
@@ -250,9 +269,18 @@ func (cc *codecClientConn) lockSend(ctx context.Context) error {
 func (cc *codecClientConn) unlockSend() { <-cc.sending }
 
 // readLoop reads the responses until the codec fails, and hands each to
-// its call.
+// its call; then, over a connection the Client dialled, it closes the
+// codec, no longer read, once no write is under way (the connection has
+// failed: a write ends at once, and none starts).
 func (cc *codecClientConn) readLoop() {
 	defer cc.done.Set(nil)
+	if cc.conn != nil {
+		defer func() {
+			cc.sending <- struct{}{}
+			cc.codec.Close()
+			cc.unlockSend()
+		}()
+	}
 	var resp rpc.Response
 	for {
 		resp = rpc.Response{}

@@ -34,6 +34,9 @@ func (g *gate) enter() bool {
 	}
 }
 
+// closed reports whether the gate turns new calls away.
+func (g *gate) closed() bool { return g.n.Load()&closingBit != 0 }
+
 // join admits one more call on behalf of a call already inside, even once
 // the gate is closing: the count cannot have reached idle while that call
 // holds it. A shortcut call whose handler may outlive its caller takes one

@@ -49,13 +49,20 @@ const PathNetRPC Path = "netrpc"
 //     WithReplyTimeout do not apply: the codec decodes a request straight
 //     into the handler's arguments, and its reads and writes are its own; a
 //     codec bounds the size of one message itself, or not (gobrpc's does,
-//     jsonrpc's does not).
+//     jsonrpc's does not). A body the codec fails to read, over its bound
+//     or not, is answered with the codec's error ("dispatch: decoding
+//     arguments of M: ..."), and the connection goes on if the codec can
+//     read on (gobrpc's cannot after a message over its bound: the next
+//     header fails, and the connection ends).
 //   - Shutdown: net/rpc has no notice of a server draining, so a call that
 //     arrives once Shutdown has begun is answered with "dispatch: server is
 //     shutting down", the calls in flight finish and are answered, and then
 //     the connection is closed; a client sees its later calls fail with
-//     rpc.ErrShutdown. Close closes the connection at once, and the calls
-//     in flight get no answer.
+//     rpc.ErrShutdown. A call is in flight once its request has wholly
+//     arrived, header and body: Shutdown does not wait for a request part
+//     way through arriving (a client that stopped after a header), whose
+//     connection it closes with the others. Close closes the connection at
+//     once, and the calls in flight get no answer.
 //   - Closing: ServeCodec has only codec to end the connection with, so
 //     Shutdown, Close and a failed write call codec.Close while codec may
 //     be reading. gobrpc's and jsonrpc's codecs over a net.Conn allow that;
@@ -142,6 +149,13 @@ type codecConn struct {
 }
 
 // read reads requests until the codec fails, and starts a call for each.
+//
+// A call is admitted — into the gate, which Shutdown waits for, and into
+// calls, which keep the connection busy for the idle timeout — only once
+// its request has wholly arrived, header and body, as on the wire, where a
+// call is one frame: a peer that stops after a header, or trickles a body,
+// has no call in flight, so the idle timeout closes its connection and
+// Shutdown does not wait for it.
 func (c *codecConn) read() {
 	for {
 		var req rpc.Request
@@ -154,24 +168,34 @@ func (c *codecConn) read() {
 			}
 			return
 		}
-		call, e := c.start(&req)
+		m, e := c.srv.route(req.ServiceMethod, false)
 		if e != nil {
 			// The body must be read past, or the next header is misread.
-			if err := c.readBody(nil); err != nil {
-				c.respond(&req, nil, e)
-				return
-			}
+			err := c.readBody(nil)
 			c.limits.read()
+			if c.srv.gate.closed() {
+				e = errShuttingDown // first, as on the wire
+			}
+			c.respond(&req, nil, e)
+			if err != nil {
+				return // the next header cannot be found
+			}
+			continue
+		}
+		args, reply := m.newPair()
+		var err error
+		if c.strictJSON {
+			err = c.readBody(&strictJSON{args})
+		} else {
+			err = c.readBody(args)
+		}
+		c.limits.read()
+		call, e := c.start(&req, m, args, reply)
+		if e != nil {
+			// The codec said where the next header is, as below.
 			c.respond(&req, nil, e)
 			continue
 		}
-		var err error
-		if c.strictJSON {
-			err = c.readBody(&strictJSON{call.args})
-		} else {
-			err = c.readBody(call.args)
-		}
-		c.limits.read()
 		if err != nil {
 			c.refuse(call, argsError(req.ServiceMethod, err))
 			continue
@@ -191,18 +215,13 @@ func (c *codecConn) refuse(call *codecCall, e *Error) {
 	c.srv.gate.leave()
 }
 
-// start admits the call of req, or returns why not.
-func (c *codecConn) start(req *rpc.Request) (*codecCall, *Error) {
+// start admits the call of req, to m with args decoded and reply, or
+// returns why not.
+func (c *codecConn) start(req *rpc.Request, m *method, args, reply any) (*codecCall, *Error) {
 	if !c.srv.gate.enter() {
 		return nil, errShuttingDown
 	}
-	m, e := c.srv.route(req.ServiceMethod, false)
-	if e != nil {
-		c.srv.gate.leave()
-		return nil, e
-	}
-	call := &codecCall{conn: c, meth: m, name: req.ServiceMethod, seq: req.Seq}
-	call.args, call.reply = m.newPair()
+	call := &codecCall{conn: c, meth: m, name: req.ServiceMethod, seq: req.Seq, args: args, reply: reply}
 	c.mu.Lock()
 	if limit := c.srv.opts.maxConnCalls; len(c.calls) >= limit {
 		c.mu.Unlock()

@@ -32,8 +32,13 @@ import (
 //     default too), or by WithMaxBytesPerConn if that is smaller; so does
 //     ServeConn: no frame header announces a request's size, so once a
 //     request has read that many bytes and wants more, the codec's next
-//     read from conn fails with transport.ErrFrameTooLarge, the codec
-//     fails, the reason is logged, and the connection ends. What the Server
+//     read from conn fails with transport.ErrFrameTooLarge, and every later
+//     one. When the request's header had been read whole and its body is
+//     what is too large (gob's and msgpackrpc's codecs read the two apart;
+//     jsonrpc's reads a request in one piece), its call is first answered
+//     with the codec's failure, "dispatch: decoding arguments of M:
+//     transport: frame too large: ..."; then the next header fails, the
+//     reason is logged, and the connection ends. What the Server
 //     holds of a request is so bounded, whatever the codec buffers (a JSON
 //     decoder holds a whole string before decoding it). WithMaxBytesPerConn
 //     is the smaller bound only when it is set below 4 MiB: one request can
@@ -41,7 +46,10 @@ import (
 //   - WithIdleTimeout. A connection that has sent no whole request, and
 //     had no reply written, for the idle timeout while none of its calls is
 //     in flight — one stalled half way through a request included — is
-//     closed, as on the wire. A call in flight, however long, keeps it.
+//     closed, as on the wire. A call in flight, however long, keeps it; a
+//     call is in flight only once its request has wholly arrived, header
+//     and body, so a client that stops after a header, or trickles a body,
+//     is closed too, whatever the codec.
 //   - WithReplyTimeout. A response that cannot be written within the reply
 //     timeout, with no other written meanwhile (a client that does not
 //     read), closes the connection, as on the wire.

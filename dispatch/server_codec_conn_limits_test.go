@@ -189,8 +189,9 @@ func TestServeConnEndlessJSONString(t *testing.T) {
 
 // TestServeConnGobRequestOverConnLimit: with WithMaxBytesPerConn below
 // gobrpc's own limit, the standard library's gob client sends a request
-// larger than the connection may hold. Its call fails, the connection
-// ends, the Server logs ErrFrameTooLarge, and serves others.
+// larger than the connection may hold. Its call is answered with the
+// codec's failure (its header was whole, its body too large), then the
+// connection ends, the Server logs ErrFrameTooLarge, and serves others.
 func TestServeConnGobRequestOverConnLimit(t *testing.T) {
 	log := &errLog{}
 	srv := arithServer(t, nil, dispatch.WithLogger(log.logger()), dispatch.WithMaxBytesPerConn(1<<20))
@@ -198,7 +199,7 @@ func TestServeConnGobRequestOverConnLimit(t *testing.T) {
 	c := cs.dial(t, rpc.NewClient)
 	var out []byte
 	err := callWithin(c, "Arith.Echo", make([]byte, 2<<20), &out)
-	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(serverErr(t, err), "dispatch: decoding arguments of Arith.Echo: transport: frame too large: "), "the call's answer: %v", err)
 	recv(t, cs.ended, waitLong, "ServeConn's return")
 	logged := tooLargeLogged(t, log)
 	assert.ErrorIs(t, logged, transport.ErrFrameTooLarge)

@@ -106,6 +106,13 @@ func WithLogger(l *slog.Logger) Option {
 // silent for longer fails Dial, or is dropped by the listener before
 // Accept returns it; Dial is bounded by its context as well. d must be
 // positive, or Dial and Listen (or NewSocket) fail.
+//
+// It is also how long a listener can be kept from new clients: it sets up
+// at most 256 connections at once, so 256 peers that connect and send
+// nothing hold every place, and every client that comes after them,
+// zerodial's or a fallback's, waits in the kernel's backlog until they are
+// dropped, one handshake timeout after they connected. A shorter d
+// shortens that wait.
 func WithHandshakeTimeout(d time.Duration) Option {
 	return option(func(c *options.Common) { c.SetHandshakeTimeout(d) })
 }
