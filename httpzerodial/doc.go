@@ -49,11 +49,13 @@
 //     floor unless given one (connect.WithCompressMinBytes, through
 //     WithConnectOptions). The read limit applies after decompression: a
 //     small request that inflates beyond it is refused with
-//     resource_exhausted once the limit and one byte more are inflated,
-//     neither held whole nor inflated further (connect-go's own gzip would
-//     inflate the rest, into nothing, to say how large it was: a thousand
-//     times a gzip bomb's size in work). A compression named "gzip" given
-//     through WithConnectOptions takes the place of the Handler's.
+//     resource_exhausted once the limit and one byte more have come out
+//     of the decompressor, which inflates at most its window, 32 KiB,
+//     ahead of what it gives; it is neither held whole nor inflated to its
+//     end (connect-go's own gzip would inflate the rest, into nothing, to
+//     say how large it was: a thousand times a gzip bomb's size in work).
+//     A compression named "gzip" given through WithConnectOptions takes
+//     the place of the Handler's.
 //
 // Describe serves the list of the methods with the JSON Schema of what each
 // takes and gives, for a person with curl to know what to send. The health
