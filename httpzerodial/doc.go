@@ -25,7 +25,12 @@
 //     ...). Reply metadata (SetReplyMetadata) goes back as response headers
 //     of a unary call, and as trailers of a stream.
 //   - The handler's context carries the request's deadline and ends when
-//     the request does (the client went away, its deadline passed).
+//     the request does (the client went away, its deadline passed). The
+//     deadline bounds the reading of the request's body too: a body that
+//     stalls is answered with deadline_exceeded once it passes, over
+//     HTTP/1.1 and HTTP/2 (the read is given it through
+//     http.ResponseController, which net/http's servers support; a
+//     ResponseWriter that middleware wraps must Unwrap to it).
 //   - Codes map both ways by name: dispatch's codes are Connect's and
 //     gRPC's (ConnectCode, DispatchCode). A code of a handler's own that
 //     neither knows goes as unknown.
@@ -38,7 +43,12 @@
 //     Shutdown stops the HTTP side.
 //   - A message larger than the read limit (WithReadMaxBytes, by default
 //     the 4 MiB frame limit of zerodial's wire) is refused with
-//     resource_exhausted.
+//     resource_exhausted as soon as that is known: unread when a unary
+//     Connect call's Content-Length (its body is its message) or a
+//     message's envelope (a stream's, gRPC's, gRPC-Web's) announces it,
+//     and otherwise once the limit and one byte more are read. (connect-go
+//     alone reads such a message whole, into nothing, before it refuses
+//     it.)
 //   - Compression is each protocol's own, gzip (connect-go's, its
 //     decompression bounded as below): a request compressed by its client
 //     (Content-Encoding for a unary Connect call, Connect-Content-Encoding

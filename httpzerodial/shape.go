@@ -6,21 +6,47 @@ import (
 	"strings"
 )
 
-// connectShape tells, from a request's Content-Type, whether a Connect
-// protocol request is a unary call ("application/json") or a stream
-// ("application/connect+json"); ok is false for gRPC and gRPC-Web, whose
-// requests do not say.
-func connectShape(contentType string) (unary, ok bool) {
+// kind is what a request's Content-Type says of its protocol.
+type kind int
+
+const (
+	kindOther  kind = iota // not a protocol's: connect-go refuses it (415)
+	kindUnary              // a unary Connect call: the body is the message
+	kindStream             // a Connect stream: enveloped messages
+	kindGRPC               // gRPC or gRPC-Web: enveloped messages, the shape unsaid
+)
+
+// kindOf returns the protocol a Content-Type names, and the codec it names:
+// "application/json" is a unary Connect call in json,
+// "application/connect+msgpack; x=y" a Connect stream in msgpack,
+// "application/grpc" gRPC in proto.
+func kindOf(contentType string) (k kind, codec string) {
 	ct, _, _ := strings.Cut(contentType, ";")
-	ct = strings.ToLower(strings.TrimSpace(ct))
-	sub, found := strings.CutPrefix(ct, "application/")
-	switch {
-	case !found || strings.HasPrefix(sub, "grpc"):
-		return false, false
-	case strings.HasPrefix(sub, "connect+"):
-		return false, true
+	sub, ok := strings.CutPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/")
+	if !ok {
+		return kindOther, ""
 	}
-	return true, true
+	for _, p := range []string{"grpc-web", "grpc"} {
+		if rest, ok := strings.CutPrefix(sub, p); ok {
+			if rest == "" {
+				return kindGRPC, "proto"
+			}
+			if codec, ok := strings.CutPrefix(rest, "+"); ok {
+				return kindGRPC, codec
+			}
+		}
+	}
+	if codec, ok := strings.CutPrefix(sub, "connect+"); ok {
+		return kindStream, codec
+	}
+	return kindUnary, sub
+}
+
+// servedCodec tells whether the Handler's own codecs include the one
+// named: a Content-Type naming another is connect-go's to answer (a codec
+// given through WithConnectOptions, or a 415).
+func servedCodec(codec string) bool {
+	return codec == codecJSON || codec == codecMsgpack || codec == "proto"
 }
 
 // shapeRefusal asks the Server to take a call of name in the shape the
