@@ -66,6 +66,10 @@
 //     say how large it was: a thousand times a gzip bomb's size in work).
 //     A compression named "gzip" given through WithConnectOptions takes
 //     the place of the Handler's.
+//   - Every refusal carries a Connect error body, JSON with the code and a
+//     message a person can read: connect-go's 405 (an HTTP method other
+//     than POST) and 415 (a Content-Type it does not serve), which it
+//     sends bare, get one saying what to send instead (unimplemented).
 //
 // Describe serves the list of the methods with the JSON Schema of what each
 // takes and gives, for a person with curl to know what to send. The health
@@ -80,6 +84,19 @@
 // the caller, any number back), since HTTP/1.1 cannot carry both
 // directions at once. A Connect request in the other shape than its
 // method's (a unary call of a streaming method, a stream of a unary one)
-// is refused by dispatch's shape rule, in its words; a gRPC request does
-// not say its shape, and connect-go answers it.
+// is refused with the code of dispatch's shape rule, invalid_argument, in
+// words that say how to make the call over HTTP; a gRPC request does not
+// say its shape, and connect-go answers it.
+//
+// A server stream is followed from a shell with the command-line client
+// (cmd/zerodial), each message printed as a line of JSON:
+//
+//	zerodial stream http://127.0.0.1:8080 Ticks.Count '{"N":2}'
+//
+// or with curl, whose request is the message after a 5-byte envelope (a
+// zero byte, then the message's length in 4 bytes, big-endian: here 7)
+// and whose answer is the messages in the same envelopes, then the end of
+// the stream (flags 2) with its error or its trailers in JSON:
+//
+//	printf '\0\0\0\0\7{"N":2}' | curl -sN -H 'Content-Type: application/connect+json' --data-binary @- http://127.0.0.1:8080/Ticks/Count | cat -v
 package httpzerodial

@@ -118,7 +118,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.errors.Write(w, r, connect.NewError(connect.CodeNotFound, errors.New(h.notFound(name))))
 		return
 	}
-	k, codec := kindOf(r.Header.Get("Content-Type"))
+	ct := r.Header.Get("Content-Type")
+	k, codec := kindOf(ct)
 	ctx := withPeer(r)
 	var body *requestBody
 	if r.Body != nil && r.Body != http.NoBody {
@@ -131,17 +132,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if body != nil {
 		r.Body = body
 	}
-	if unary := k == kindUnary; (unary || k == kindStream) && unary != (rt.unary != nil) {
-		// A Connect call of the other shape: refused in the words of
-		// dispatch's shape rule, as on every path, where connect-go would
-		// answer only that the content type is not the method's.
-		h.errors.Write(w, r, connectError(h.shapeRefusal(r, name, unary), nil))
-		return
+	if r.Method == http.MethodPost && servedCodec(codec) {
+		if unary := k == kindUnary; (unary || k == kindStream) && unary != (rt.unary != nil) {
+			// A Connect call of the other shape: refused with the code
+			// of dispatch's shape rule, as on every path, where connect-go
+			// would answer only that the content type is not the
+			// method's.
+			h.errors.Write(w, r, connectError(h.shapeRefusal(r, name, unary, codec), nil))
+			return
+		}
+		if k == kindUnary && r.ContentLength > h.readMax {
+			// The body is the message: refused unread.
+			h.errors.Write(w, r, contentLengthError(r.ContentLength, h.readMax))
+			return
+		}
 	}
-	if r.Method == http.MethodPost && k == kindUnary && servedCodec(codec) && r.ContentLength > h.readMax {
-		// The body is the message: refused unread.
-		h.errors.Write(w, r, contentLengthError(r.ContentLength, h.readMax))
-		return
+	if r.Method != http.MethodPost || !fastTypes[ct] {
+		w = &refusalWriter{ResponseWriter: w, r: r, name: name, stream: rt.unary == nil}
 	}
 	switch {
 	case rt.unary != nil:

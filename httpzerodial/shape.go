@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/zerodial/transport/dispatch"
 )
 
 // kind is what a request's Content-Type says of its protocol.
@@ -49,17 +51,41 @@ func servedCodec(codec string) bool {
 	return codec == codecJSON || codec == codecMsgpack || codec == "proto"
 }
 
+// fastTypes are the Content-Types, as clients send them, that connect-go's
+// handlers serve with the Handler's codecs whatever the method (once the
+// shape rule has had its say): a POST of one of them is never one of the
+// bare refusals refusalWriter words.
+var fastTypes = map[string]bool{
+	"application/json": true, "application/json; charset=utf-8": true, "application/msgpack": true, "application/proto": true,
+	"application/connect+json": true, "application/connect+msgpack": true, "application/connect+proto": true,
+	"application/grpc": true, "application/grpc+json": true, "application/grpc+msgpack": true, "application/grpc+proto": true,
+	"application/grpc-web": true, "application/grpc-web+json": true, "application/grpc-web+msgpack": true, "application/grpc-web+proto": true,
+}
+
 // shapeRefusal asks the Server to take a call of name in the shape the
-// request has (unary or not), which its shape rule refuses: its error, or
-// unavailable while it shuts down, in its own words. No handler runs.
-func (h *Handler) shapeRefusal(r *http.Request, name string, unary bool) error {
+// request has (unary or not), which its shape rule refuses: unavailable
+// while it shuts down, in its own words, and otherwise the shape rule's
+// code, invalid_argument, in words that say how to make the call over HTTP
+// (dispatch's speak of its Go API). codec is the request's. No handler
+// runs.
+func (h *Handler) shapeRefusal(r *http.Request, name string, unary bool, codec string) error {
 	ctx, info := r.Context(), callInfo(r.Context(), name)
+	var err error
 	if unary {
-		_, _, err := h.srv.Invoke(ctx, info, nil, func(any) error { return errShape })
+		_, _, err = h.srv.Invoke(ctx, info, nil, func(any) error { return errShape })
+	} else {
+		_, err = h.srv.InvokeStream(ctx, info, nil, refusedStream{})
+	}
+	var e *dispatch.Error
+	if !errors.As(err, &e) || e.Code != dispatch.CodeInvalidArgument {
 		return err
 	}
-	_, err := h.srv.InvokeStream(ctx, info, nil, refusedStream{})
-	return err
+	if unary {
+		return &dispatch.Error{Code: dispatch.CodeInvalidArgument, Message: "httpzerodial: " + name + " is a streaming method; POST its message as a Connect stream," +
+			" Content-Type application/connect+" + codec + ", the message after a 5-byte prefix: a zero byte, then its length in 4 bytes, big-endian" +
+			" (as `zerodial stream` does)"}
+	}
+	return &dispatch.Error{Code: dispatch.CodeInvalidArgument, Message: "httpzerodial: " + name + " is not a streaming method; POST its arguments as they are, Content-Type application/" + codec}
 }
 
 // errShape and refusedStream stand for a call's arguments and a stream's
