@@ -9,6 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -152,4 +155,61 @@ func TestCurlServerStream(t *testing.T) {
 	assert.Equal(t, []string{"1", "2", "3"}, msgs)
 	// Header names go canonical, as http.Header has them.
 	assert.JSONEq(t, `{"metadata":{"Counted":["yes"]}}`, string(end))
+}
+
+// TestCurlRefusals: every refusal carries a Connect error body that says
+// what to send instead: those connect-go gives with a bare status (405, an
+// HTTP method other than POST; 415, a Content-Type it does not serve),
+// keeping its Allow and Accept-Post headers, and a plain POST of JSON to a
+// streaming method, refused in HTTP's terms.
+func TestCurlRefusals(t *testing.T) {
+	srv := dispatch.NewServer()
+	newCalc(t, srv)
+	ts := serve(t, srv)
+	for _, tc := range []struct {
+		args   []string
+		status int
+		header string // a header the answer keeps
+		want   connectError
+	}{
+		{[]string{"-X", "GET", "/Calc/Add"}, 405, "Allow: POST",
+			connectError{"unimplemented", "httpzerodial: Calc.Add is called with POST, not GET"}},
+		{[]string{"-X", "PUT", "-H", "Content-Type: application/json", "-d", "{}", "/Calc/Count"}, 405, "Allow: POST",
+			connectError{"unimplemented", "httpzerodial: Calc.Count is called with POST, not PUT"}},
+		{[]string{"-H", "Content-Type: text/plain", "-d", "{}", "/Calc/Add"}, 415, "Accept-Post: ",
+			connectError{"unimplemented", `httpzerodial: Calc.Add does not take Content-Type "text/plain"; POST its arguments as application/json (or application/msgpack), or call it with gRPC or gRPC-Web, application/grpc+json (or +msgpack)`}},
+		{[]string{"-H", "Content-Type: application/xml", "-d", "{}", "/Calc/Count"}, 415, "Accept-Post: ",
+			connectError{"unimplemented", `httpzerodial: Calc.Count does not take Content-Type "application/xml"; POST its messages as a Connect stream, application/connect+json (or +msgpack), or open it with gRPC or gRPC-Web, application/grpc+json (or +msgpack)`}},
+		{[]string{"-H", "Content-Type: application/grpc+xml", "-d", "{}", "/Calc/Add"}, 415, "Accept-Post: ",
+			connectError{"unimplemented", `httpzerodial: Calc.Add does not take Content-Type "application/grpc+xml"; POST its arguments as application/json (or application/msgpack), or call it with gRPC or gRPC-Web, application/grpc+json (or +msgpack)`}},
+		{[]string{"-H", "Content-Type: application/json", "-d", `{"a":3}`, "/Calc/Count"}, 400, "",
+			connectError{"invalid_argument", "httpzerodial: Calc.Count is a streaming method; POST its message as a Connect stream, Content-Type application/connect+json," +
+				" the message after a 5-byte prefix: a zero byte, then its length in 4 bytes, big-endian (as `zerodial stream` does)"}},
+	} {
+		versions := []string{"--http1.1"}
+		if !slices.Contains(tc.args, "-d") {
+			// Over HTTP/2, an answer given before a request's body is
+			// read is followed by a reset of the stream (NO_ERROR), which
+			// curl 7.88 may take for a failure of the transfer:
+			// TestWrongContentType has net/http's client read these
+			// answers over h2c.
+			versions = append(versions, "--http2-prior-knowledge")
+		}
+		for _, version := range versions {
+			args := append([]string{version, "--include", "--write-out", "\n%{http_code}"}, tc.args...)
+			args[len(args)-1] = ts.URL + args[len(args)-1]
+			out, exit := curl(t, args...)
+			require.Zero(t, exit, "%s %v: %s", version, tc.args, out)
+			head, rest, _ := bytes.Cut([]byte(out), []byte("\r\n\r\n"))
+			body, status, _ := bytes.Cut(rest, []byte("\n"))
+			assert.Equal(t, strconv.Itoa(tc.status), string(status), "%v", tc.args)
+			var e connectError
+			if assert.NoError(t, json.Unmarshal(body, &e), "%v: body %q", tc.args, body) {
+				assert.Equal(t, tc.want, e, "%v", tc.args)
+			}
+			head = bytes.ToLower(head)
+			assert.Contains(t, string(head), "content-type: application/json", "%v", tc.args)
+			assert.Contains(t, string(head), strings.ToLower(tc.header), "%v", tc.args)
+		}
+	}
 }

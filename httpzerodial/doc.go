@@ -25,7 +25,12 @@
 //     ...). Reply metadata (SetReplyMetadata) goes back as response headers
 //     of a unary call, and as trailers of a stream.
 //   - The handler's context carries the request's deadline and ends when
-//     the request does (the client went away, its deadline passed).
+//     the request does (the client went away, its deadline passed). The
+//     deadline bounds the reading of the request's body too: a body that
+//     stalls is answered with deadline_exceeded once it passes, over
+//     HTTP/1.1 and HTTP/2 (the read is given it through
+//     http.ResponseController, which net/http's servers support; a
+//     ResponseWriter that middleware wraps must Unwrap to it).
 //   - Codes map both ways by name: dispatch's codes are Connect's and
 //     gRPC's (ConnectCode, DispatchCode). A code of a handler's own that
 //     neither knows goes as unknown.
@@ -45,7 +50,12 @@
 //     Shutdown stops the HTTP side.
 //   - A message larger than the read limit (WithReadMaxBytes, by default
 //     the 4 MiB frame limit of zerodial's wire) is refused with
-//     resource_exhausted.
+//     resource_exhausted as soon as that is known: unread when a unary
+//     Connect call's Content-Length (its body is its message) or a
+//     message's envelope (a stream's, gRPC's, gRPC-Web's) announces it,
+//     and otherwise once the limit and one byte more are read. (connect-go
+//     alone reads such a message whole, into nothing, before it refuses
+//     it.)
 //   - Compression is each protocol's own, gzip (connect-go's, its
 //     decompression bounded as below): a request compressed by its client
 //     (Content-Encoding for a unary Connect call, Connect-Content-Encoding
@@ -56,11 +66,17 @@
 //     floor unless given one (connect.WithCompressMinBytes, through
 //     WithConnectOptions). The read limit applies after decompression: a
 //     small request that inflates beyond it is refused with
-//     resource_exhausted once the limit and one byte more are inflated,
-//     neither held whole nor inflated further (connect-go's own gzip would
-//     inflate the rest, into nothing, to say how large it was: a thousand
-//     times a gzip bomb's size in work). A compression named "gzip" given
-//     through WithConnectOptions takes the place of the Handler's.
+//     resource_exhausted once the limit and one byte more have come out
+//     of the decompressor, which inflates at most its window, 32 KiB,
+//     ahead of what it gives; it is neither held whole nor inflated to its
+//     end (connect-go's own gzip would inflate the rest, into nothing, to
+//     say how large it was: a thousand times a gzip bomb's size in work).
+//     A compression named "gzip" given through WithConnectOptions takes
+//     the place of the Handler's.
+//   - Every refusal carries a Connect error body, JSON with the code and a
+//     message a person can read: connect-go's 405 (an HTTP method other
+//     than POST) and 415 (a Content-Type it does not serve), which it
+//     sends bare, get one saying what to send instead (unimplemented).
 //
 // Describe serves the list of the methods with the JSON Schema of what each
 // takes and gives, for a person with curl to know what to send. The health
@@ -75,6 +91,19 @@
 // the caller, any number back), since HTTP/1.1 cannot carry both
 // directions at once. A Connect request in the other shape than its
 // method's (a unary call of a streaming method, a stream of a unary one)
-// is refused by dispatch's shape rule, in its words; a gRPC request does
-// not say its shape, and connect-go answers it.
+// is refused with the code of dispatch's shape rule, invalid_argument, in
+// words that say how to make the call over HTTP; a gRPC request does not
+// say its shape, and connect-go answers it.
+//
+// A server stream is followed from a shell with the command-line client
+// (cmd/zerodial), each message printed as a line of JSON:
+//
+//	zerodial stream http://127.0.0.1:8080 Ticks.Count '{"N":2}'
+//
+// or with curl, whose request is the message after a 5-byte envelope (a
+// zero byte, then the message's length in 4 bytes, big-endian: here 7)
+// and whose answer is the messages in the same envelopes, then the end of
+// the stream (flags 2) with its error or its trailers in JSON:
+//
+//	printf '\0\0\0\0\7{"N":2}' | curl -sN -H 'Content-Type: application/connect+json' --data-binary @- http://127.0.0.1:8080/Ticks/Count | cat -v
 package httpzerodial

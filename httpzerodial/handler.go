@@ -26,9 +26,11 @@ type options struct {
 
 // WithReadMaxBytes bounds the size of one message a client sends (the
 // request of a unary call, each message of a stream), after
-// decompression; a larger one is refused with resource_exhausted. The
-// default is transport.DefaultMaxFrameSize, the limit of zerodial's wire;
-// n <= 0 keeps it.
+// decompression; a larger one is refused with resource_exhausted, as soon
+// as its Content-Length or envelope says it is larger, or otherwise once n
+// bytes and one more are read (or inflated). The default is
+// transport.DefaultMaxFrameSize, the limit of zerodial's wire; n <= 0
+// keeps it.
 func WithReadMaxBytes(n int) Option {
 	return func(o *options) {
 		if n > 0 {
@@ -51,6 +53,7 @@ func WithConnectOptions(opts ...connect.HandlerOption) Option {
 // doc). It is safe for concurrent use.
 type Handler struct {
 	srv     *dispatch.Server
+	readMax int64 // WithReadMaxBytes
 	opts    []connect.HandlerOption
 	errors  *connect.ErrorWriter
 	methods sync.Map // name → *route, made on a method's first request
@@ -85,8 +88,10 @@ func NewHandler(srv *dispatch.Server, opts ...Option) *Handler {
 		connect.WithCodec(passCodec{codecJSONCharset}),
 		connect.WithCodec(passCodec{codecMsgpack}),
 		connect.WithCodec(noProto{}),
+		// After the caller's gates, to see the deadline as they leave it.
+		connect.WithRequestGate(deadlineGate),
 	)
-	return &Handler{srv: srv, opts: copts, errors: connect.NewErrorWriter(copts...)}
+	return &Handler{srv: srv, readMax: int64(o.readMax), opts: copts, errors: connect.NewErrorWriter(copts...)}
 }
 
 // Protocols returns the protocols a plain-TCP http.Server should speak
@@ -113,13 +118,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.errors.Write(w, r, connect.NewError(connect.CodeNotFound, errors.New(h.notFound(name))))
 		return
 	}
-	r = r.WithContext(withPeer(r))
-	if unary, ok := connectShape(r.Header.Get("Content-Type")); ok && unary != (rt.unary != nil) {
-		// A Connect call of the other shape: refused in the words of
-		// dispatch's shape rule, as on every path, where connect-go would
-		// answer only that the content type is not the method's.
-		h.errors.Write(w, r, connectError(h.shapeRefusal(r, name, unary), nil))
-		return
+	ct := r.Header.Get("Content-Type")
+	k, codec := kindOf(ct)
+	ctx := withPeer(r)
+	var body *requestBody
+	if r.Body != nil && r.Body != http.NoBody {
+		// An empty body is NoBody: nothing to bound, and HTTP/1.1's server
+		// reads the connection already, which a read deadline would cut.
+		body = &requestBody{body: r.Body, w: w, readMax: h.readMax, enveloped: k == kindStream || k == kindGRPC}
+		ctx = context.WithValue(ctx, bodyKey{}, body)
+	}
+	r = r.WithContext(ctx)
+	if body != nil {
+		r.Body = body
+	}
+	if r.Method == http.MethodPost && servedCodec(codec) {
+		if unary := k == kindUnary; (unary || k == kindStream) && unary != (rt.unary != nil) {
+			// A Connect call of the other shape: refused with the code
+			// of dispatch's shape rule, as on every path, where connect-go
+			// would answer only that the content type is not the
+			// method's.
+			h.errors.Write(w, r, connectError(h.shapeRefusal(r, name, unary, codec), nil))
+			return
+		}
+		if k == kindUnary && r.ContentLength > h.readMax {
+			// The body is the message: refused unread.
+			h.errors.Write(w, r, contentLengthError(r.ContentLength, h.readMax))
+			return
+		}
+	}
+	if r.Method != http.MethodPost || !fastTypes[ct] {
+		w = &refusalWriter{ResponseWriter: w, r: r, name: name, stream: rt.unary == nil}
 	}
 	switch {
 	case rt.unary != nil:

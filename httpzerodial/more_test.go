@@ -3,9 +3,11 @@ package httpzerodial_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,13 +78,21 @@ func TestWrongContentType(t *testing.T) {
 	srv := dispatch.NewServer()
 	newCalc(t, srv)
 	ts := serve(t, srv)
-	hc := httpClient(t, false)
-	for _, ct := range []string{"text/plain", "application/xml", "application/grpc+xml"} {
-		res, err := hc.Post(ts.URL+"/Calc/Add", ct, strings.NewReader(`{"a":1}`))
-		require.NoError(t, err)
-		res.Body.Close()
-		assert.Equal(t, http.StatusUnsupportedMediaType, res.StatusCode, ct)
+	// Refused with 415 and a Connect error body that says what to send.
+	for _, h2 := range []bool{false, true} {
+		for _, ct := range []string{"text/plain", "application/xml", "application/grpc+xml"} {
+			res, err := httpClient(t, h2).Post(ts.URL+"/Calc/Add", ct, strings.NewReader(`{"a":1}`))
+			require.NoError(t, err)
+			var e struct{ Code, Message string }
+			require.NoError(t, json.NewDecoder(res.Body).Decode(&e), ct)
+			res.Body.Close()
+			assert.Equal(t, http.StatusUnsupportedMediaType, res.StatusCode, ct)
+			assert.Equal(t, "application/json", res.Header.Get("Content-Type"), ct)
+			assert.Equal(t, "unimplemented", e.Code, ct)
+			assert.Contains(t, e.Message, "httpzerodial: Calc.Add does not take Content-Type "+strconv.Quote(ct)+"; POST its arguments as application/json", ct)
+		}
 	}
+	hc := httpClient(t, false)
 	// Protobuf, connect-go's default, is refused with words that say what
 	// to send instead.
 	_, err := connect.NewClient[[]byte, []byte](hc, ts.URL+"/Calc/Add", connect.WithCodec(rawProto{})).

@@ -135,17 +135,14 @@ func TestParity(t *testing.T) {
 	}
 
 	// A call of a streaming method, and a Connect stream of a unary one,
-	// refused by dispatch's shape rule; gRPC's requests do not say their
-	// shape (see TestParityDifferences).
+	// refused with the code of dispatch's shape rule; gRPC's requests do
+	// not say their shape, and the words differ (see
+	// TestParityDifferences).
 	for _, path := range []string{"tcp", "connect-json-http1"} {
-		assert.Equal(t, outcome{code: dispatch.CodeInvalidArgument, msg: "dispatch: Calc.Count is a streaming method; call it with OpenStream or CallStream"},
-			callers[path](context.Background(), "Calc.Count", Pair{}), path)
+		assert.Equal(t, dispatch.CodeInvalidArgument, callers[path](context.Background(), "Calc.Count", Pair{}).code, path)
 	}
 	_, _, err := count(t, client[Pair, int](t, ts, protocols[0], "/Calc/Add"), 1, nil)
-	var ce *connect.Error
-	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, connect.CodeInvalidArgument, ce.Code())
-	assert.Equal(t, "dispatch: Calc.Add is not a streaming method; call it with Call", ce.Message())
+	assert.Equal(t, connect.CodeInvalidArgument, codeOf(t, err))
 
 	// Shutdown: new calls refused with the same code and words, while one
 	// is in flight.
@@ -177,6 +174,11 @@ func TestParity(t *testing.T) {
 //     connect-go's stream handler answers that it expected a stream
 //     (unimplemented). A Connect request says its shape, and is refused by
 //     the shape rule (TestParity).
+//   - A call of the other shape over the Connect protocol (a plain POST
+//     to a streaming method, a Connect stream of a unary one) is refused
+//     with the shape rule's code, in words that say how to make the call
+//     over HTTP: dispatch's speak of its Go API (OpenStream, Call), which a
+//     person with curl does not have.
 //   - Metadata keys arrive in lower case over HTTP (header names do not
 //     keep their case), and reply metadata keys come back as header names.
 //   - CallInfo's Path is tcp on one and http on the other: that is what it
@@ -184,9 +186,18 @@ func TestParity(t *testing.T) {
 func TestParityDifferences(t *testing.T) {
 	srv := dispatch.NewServer()
 	newCalc(t, srv)
-	callers, _ := onBoth(t, srv)
+	callers, ts := onBoth(t, srv)
 	assert.Equal(t, outcome{code: dispatch.CodeInvalidArgument, msg: "dispatch: Calc.Count is a streaming method; call it with OpenStream or CallStream"},
 		callers["tcp"](context.Background(), "Calc.Count", Pair{}))
 	o := callers["grpc-msgpack-h2c"](context.Background(), "Calc.Count", Pair{})
 	assert.Equal(t, dispatch.CodeUnimplemented, o.code)
+
+	assert.Equal(t, outcome{code: dispatch.CodeInvalidArgument, msg: "httpzerodial: Calc.Count is a streaming method; POST its message as a Connect stream," +
+		" Content-Type application/connect+json, the message after a 5-byte prefix: a zero byte, then its length in 4 bytes, big-endian (as `zerodial stream` does)"},
+		callers["connect-json-http1"](context.Background(), "Calc.Count", Pair{}))
+	_, _, err := count(t, client[Pair, int](t, ts, protocols[0], "/Calc/Add", connect.WithCodec(msgpackCodec{})), 1, nil)
+	var ce *connect.Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, connect.CodeInvalidArgument, ce.Code())
+	assert.Equal(t, "httpzerodial: Calc.Add is not a streaming method; POST its arguments as they are, Content-Type application/msgpack", ce.Message())
 }
