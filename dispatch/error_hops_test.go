@@ -46,8 +46,8 @@ type hopDown struct {
 }
 
 // hop registers method on e's Server, a handler that calls Hold.Wait
-// downstream and returns what that call returns; before the call, before
-// runs, and while the call is made, during. The row's outcome is the
+// downstream and returns what that call returns; before the handler is
+// registered, before runs, and while the call is made, during. The row's outcome is the
 // caller's, with in Extra the error's text as it is (observe leaves out
 // the path of the caller's own errors; this one names the handler's) and
 // whether it matches ErrShutdown.
@@ -61,6 +61,9 @@ func hop(method string, during func(t *testing.T, d *hopDown), before func(d *ho
 		t.Cleanup(func() { c.Close() })
 		d.client = c
 		d.held = newHolder(t, d.srv)
+		if before != nil {
+			before(d) // before Handle, which the handler's goroutine synchronizes with
+		}
 		require.NoError(t, dispatch.Handle(e.server, method, func(ctx context.Context, args *Args, reply *int) error {
 			err := d.client.Call(ctx, "Hold.Wait", &args.A, reply)
 			if err != nil && d.wrap {
@@ -68,9 +71,6 @@ func hop(method string, during func(t *testing.T, d *hopDown), before func(d *ho
 			}
 			return err
 		}, dispatch.Borrows()))
-		if before != nil {
-			before(d)
-		}
 		reply := intPtr(3)
 		errc := callAsync(e.client, context.Background(), method, Args{A: 1}, reply)
 		if during != nil {
