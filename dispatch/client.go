@@ -263,9 +263,11 @@ func (c *Client) Close() error {
 // Call calls serviceMethod ("Service.Method") with args and waits for the
 // reply, which it writes to reply, a non-nil pointer. *reply is zeroed
 // first and left zero on error. A handler's error is an *Error; a failure of
-// the connection is not (see ErrShutdown). When ctx ends first, Call
-// returns an *Error matching ctx.Err(), and the handler's context is
-// cancelled. A nil ctx panics, as it does in net/http.
+// the connection is not, and names the call (see ErrShutdown). When ctx
+// ends first, Call returns an *Error matching ctx.Err() whose text names
+// the call too ("Arith.Multiply over mux: context deadline exceeded"), and
+// the handler's context is cancelled. A nil ctx panics, as it does in
+// net/http.
 func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any) error {
 	if ctx == nil {
 		panic("dispatch: nil Context") // as net/http's NewRequestWithContext does
@@ -324,8 +326,11 @@ func (c *Client) callChecked(ctx context.Context, serviceMethod string, args, re
 	}
 	if c.opts.shortcut != ShortcutOff {
 		if e := shortcuts.lookupCached(c.key, c.wire, &c.found); e != nil {
-			if done, err := c.shortcut(ctx, e, serviceMethod, args, reply, info); done {
-				return err
+			if done, path, err := c.shortcut(ctx, e, serviceMethod, args, reply, info); done {
+				if err != nil {
+					return callError(ctx, serviceMethod, path, err)
+				}
+				return nil
 			}
 		} else if c.reachedDraining() {
 			zero(reply)
@@ -338,10 +343,27 @@ func (c *Client) callChecked(ctx context.Context, serviceMethod string, args, re
 	}
 	zero(reply)
 	conn, err := c.netConn(ctx)
-	if err != nil {
-		return err
+	if err == nil {
+		err = conn.call(ctx, serviceMethod, args, reply)
 	}
-	return conn.call(ctx, serviceMethod, args, reply)
+	if err != nil {
+		return callError(ctx, serviceMethod, c.netPath, err)
+	}
+	return nil
+}
+
+// callError is the error Call returns for the call of method over path
+// that err ended: a failure of the Client's own names the call (see
+// ErrShutdown), and so does the end of the caller's context (see
+// callCtxError); what the callee answered is returned as it came.
+func callError(ctx context.Context, method string, path Path, err error) error {
+	if e, ok := err.(*Error); ok {
+		return callCtxError(ctx, method, path, e)
+	}
+	if passedOn(err) {
+		return named(method, path, err)
+	}
+	return err
 }
 
 // reachedDraining reports whether the Server a shortcut call last reached

@@ -104,7 +104,7 @@ func TestCodecClientAdmission(t *testing.T) {
 	// Closing the Client ends the connection, and with it the handler's
 	// context.
 	require.NoError(t, c.Close())
-	assert.Equal(t, dispatch.ErrShutdown, recv(t, errc, waitLong, "the blocked call"))
+	assert.ErrorIs(t, recv(t, errc, waitLong, "the blocked call"), dispatch.ErrShutdown)
 	assert.ErrorIs(t, recv(t, arith.canceled, waitLong, "the handler's end"), context.Canceled)
 }
 

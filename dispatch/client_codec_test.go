@@ -244,7 +244,7 @@ func TestCodecClientServerHangsUp(t *testing.T) {
 			err := recv(t, errc, waitLong, "the call in flight")
 			require.ErrorIs(t, err, dispatch.ErrShutdown)
 			assert.True(t, isConnFailure(err), "%v", err)
-			assert.Equal(t, "connection is shut down: the server closed the connection", err.Error())
+			assert.Equal(t, "Legacy.Block over netrpc: connection is shut down: the server closed the connection", err.Error())
 			assert.Equal(t, 0, reply)
 
 			var n int
@@ -281,10 +281,13 @@ func TestCodecClientClose(t *testing.T) {
 			recv(t, s.svc.entered, waitLong, "the handler")
 			require.NoError(t, c.Close())
 			err = recv(t, errc, waitLong, "the call in flight")
-			assert.Equal(t, dispatch.ErrShutdown, err)
+			assert.EqualError(t, err, "Legacy.Block over netrpc: connection is shut down")
+			assert.ErrorIs(t, err, dispatch.ErrShutdown)
 			assert.Equal(t, 0, reply)
-			assert.Equal(t, dispatch.ErrShutdown, c.Call(t.Context(), "Legacy.Multiply", Args{1, 1}, &reply))
-			assert.Equal(t, dispatch.ErrShutdown, c.Close())
+			err = c.Call(t.Context(), "Legacy.Multiply", Args{1, 1}, &reply)
+			assert.EqualError(t, err, "Legacy.Multiply over netrpc: connection is shut down")
+			assert.ErrorIs(t, err, dispatch.ErrShutdown)
+			assert.Equal(t, dispatch.ErrShutdown, c.Close(), "Close's own error is ErrShutdown itself, as net/rpc's")
 		})
 	}
 }
@@ -335,7 +338,7 @@ func TestCodecClientBadResponse(t *testing.T) {
 	err = recv(t, errc, waitLong, "the call")
 	require.ErrorIs(t, err, dispatch.ErrShutdown)
 	assert.True(t, isConnFailure(err))
-	assert.Equal(t, fmt.Sprintf(`connection is shut down: transport: protocol error: net/rpc response to a call never made or already answered (Seq %d, "Legacy.Multiply")`, req.Seq+1000), err.Error())
+	assert.Equal(t, fmt.Sprintf(`Legacy.Multiply over netrpc: connection is shut down: transport: protocol error: net/rpc response to a call never made or already answered (Seq %d, "Legacy.Multiply")`, req.Seq+1000), err.Error())
 	// The call is failed first, then the codec closed, on the reader's way
 	// out.
 	recv(t, codec.closed, waitLong, "the close of the failed connection's codec")
@@ -351,7 +354,7 @@ func TestCodecClientBadResponse(t *testing.T) {
 	codec.responses <- errors.New("codec: garbled header")
 	err = recv(t, errc, waitLong, "the call")
 	require.ErrorIs(t, err, dispatch.ErrShutdown)
-	assert.Equal(t, "connection is shut down: codec: garbled header", err.Error())
+	assert.Equal(t, "Legacy.Multiply over netrpc: connection is shut down: codec: garbled header", err.Error())
 }
 
 // TestCodecClientWriteInterrupted: a server that stops reading blocks the

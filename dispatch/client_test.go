@@ -654,7 +654,7 @@ func TestNewClient(t *testing.T) {
 			recv(t, served, waitLong, "ServeSocket to return")
 			_, err = who(c)
 			assert.ErrorIs(t, err, dispatch.ErrShutdown)
-			assert.EqualError(t, err, "connection is shut down: the server closed the connection")
+			assert.Equal(t, "Who.Am over <path>: connection is shut down: the server closed the connection", pathless(err.Error()))
 			_, again := who(c)
 			assert.Equal(t, err, again, "a NewClient never dials")
 			require.NoError(t, c.Close())

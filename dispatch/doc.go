@@ -27,15 +27,19 @@
 //   - Errors. A handler's error reaches the caller as an *Error with the same
 //     Code, Message and details (ErrorDetail), the details within
 //     MaxErrorDetailsSize and never sharing memory with the handler's; failures of the connection are not *Error (see
-//     ErrShutdown). Unknown services and methods use net/rpc's wording.
+//     ErrShutdown), and name the call. A handler's error that is the
+//     failure of a call of its own reaches its caller as an *Error with
+//     CodeInternal, never as the caller's own failure (ErrShutdown says
+//     why). Unknown services and methods use net/rpc's wording.
 //   - Panics. A handler panic becomes an *Error with CodeInternal; neither
 //     process dies.
 //   - Deadlines. The caller's deadline reaches the handler's context;
 //     cancelling the caller's context cancels the handler's. When the
 //     caller's context ends first, Call returns at once — whatever the
 //     handler is doing, on the shortcut too — with an *Error matching
-//     context.DeadlineExceeded or context.Canceled, and nothing the caller
-//     owns is touched afterwards.
+//     context.DeadlineExceeded or context.Canceled whose text names the
+//     call ("Arith.Multiply over mux: context deadline exceeded"), and
+//     nothing the caller owns is touched afterwards.
 //   - Context values. Only metadata (WithMetadata, MetadataFrom) crosses from
 //     caller to handler; no other context value does.
 //   - Limits. What the network refuses as too large the shortcut refuses,

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/frame"
@@ -62,7 +63,9 @@ const (
 	CodeUnimplemented Code = "unimplemented"
 	// CodeInternal: an invariant broke — dispatch uses it when the handler
 	// panicked or ended its goroutine, or its reply could not be encoded or
-	// is too large.
+	// is too large, and for a failure of one of the handler's own calls
+	// that the handler returned (its connection failed, its Dial did not
+	// succeed, its Client was closed): see ErrShutdown.
 	CodeInternal Code = "internal"
 	// CodeUnavailable: the service cannot serve now; dispatch uses it when
 	// the server is shutting down. Safe to retry.
@@ -131,7 +134,66 @@ func (e *Error) Is(target error) bool {
 // paths by the few bytes of the call's (or stream's) sequence number, which
 // the shortcut has none of (it counts one digit). Only a Client's own Close gives
 // ErrShutdown itself.
+//
+// A Client's own failures name the call they ended: Call returns a failure
+// of its connection, a failed Dial or a closed Client's ErrShutdown with
+// the method and the Path before the words above ("Inventory.Reserve over
+// mux: connection is shut down: the server closed the connection"),
+// errors.Is and errors.As seeing through to them. Such an error is never
+// an *Error: an *Error is what the callee answered. So a handler that
+// returns the failure of a call of its own does not pass it off as its
+// caller's connection dying: every path sends it to the caller as an
+// *Error with CodeInternal and the handler's text, which names the method
+// that failed, one hop away — it does not match ErrShutdown, and the
+// handler may have acted before it failed. Not CodeUnavailable, which a
+// caller (and a Client of replicas) retries at once: retrying the call
+// that reached the handler is the caller's choice, for an idempotent
+// method, and retries made at every hop would multiply.
 var ErrShutdown = rpc.ErrShutdown
+
+// callFailure is a Client's own failure (its connection's, its Dial's,
+// ErrShutdown) with the call it ended: the method and the Path.
+type callFailure struct {
+	method string
+	path   Path
+	err    error
+}
+
+// named returns err, a failure of the Client's own for the call of method
+// over path, as a callFailure.
+func named(method string, path Path, err error) error {
+	return &callFailure{method: method, path: path, err: err}
+}
+
+func (e *callFailure) Error() string { return callWords(e.method, e.path) + e.err.Error() }
+
+// Unwrap returns the failure: ErrShutdown, a connection's failure, a
+// Dial's.
+func (e *callFailure) Unwrap() error { return e.err }
+
+// callWords open the text of an error of the Client's own for a call:
+// "Service.Method over path: ".
+func callWords(method string, path Path) string {
+	if path == "" {
+		return method + ": "
+	}
+	return method + " over " + string(path) + ": "
+}
+
+// unnamed returns the failure a callFailure names, or err itself.
+func unnamed(err error) error {
+	if cf, ok := err.(*callFailure); ok {
+		return cf.err
+	}
+	return err
+}
+
+// passedOn reports whether err, a handler's, is the failure of one of the
+// handler's own calls: the caller must not take it for its own (ErrShutdown).
+func passedOn(err error) bool {
+	var cf *callFailure
+	return errors.As(err, &cf) || errors.Is(err, ErrShutdown)
+}
 
 // connFailure is ErrShutdown with the cause of a connection's failure.
 type connFailure struct {
@@ -191,6 +253,8 @@ var ErrNilReply = errors.New("dispatch: reply must be a non-nil pointer")
 
 // toError maps whatever a call ended with to the *Error the caller
 // receives. Every path goes through it, so the same failure reads the same.
+// A failure of the handler's own calls becomes CodeInternal (ErrShutdown's
+// doc says why).
 func toError(err error) *Error {
 	if err == nil {
 		return nil
@@ -204,6 +268,8 @@ func toError(err error) *Error {
 	}
 	code := CodeUnknown
 	switch {
+	case passedOn(err):
+		code = CodeInternal
 	case errors.Is(err, context.DeadlineExceeded):
 		code = CodeDeadlineExceeded
 	case errors.Is(err, context.Canceled):
@@ -215,6 +281,30 @@ func toError(err error) *Error {
 // ctxError is what a call returns when the caller's context ends first.
 func ctxError(ctx context.Context) *Error {
 	return toError(ctx.Err())
+}
+
+// callCtxError is what Call returns for the call of method over path that
+// err ended, an *Error: when ctx has ended, or its deadline has passed, and
+// err says so (CodeDeadlineExceeded, CodeCanceled: the caller's own context
+// or, on the network, the Server's word for the same deadline, whichever
+// came first), the error of ctx's end naming the call ("Arith.Multiply
+// over mux: context deadline exceeded"); otherwise err, as the callee
+// answered it.
+func callCtxError(ctx context.Context, method string, path Path, err *Error) *Error {
+	if err.Code != CodeDeadlineExceeded && err.Code != CodeCanceled {
+		return err
+	}
+	why := ctx.Err()
+	if why == nil {
+		d, ok := ctx.Deadline()
+		if !ok || time.Now().Before(d) {
+			return err // the handler's word, not the caller's context
+		}
+		why = context.DeadlineExceeded // passed, its timer not yet run
+	}
+	e := toError(why)
+	e.Message = callWords(method, path) + e.Message
+	return e
 }
 
 // admissionPrefix opens the message of every admission refusal. The wire

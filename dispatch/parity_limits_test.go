@@ -100,7 +100,7 @@ func failure(err error) string {
 	if err == nil {
 		return "ok"
 	}
-	return fmt.Sprintf("%v (frame too large: %v, shut down: %v)", err, errors.Is(err, transport.ErrFrameTooLarge), errors.Is(err, dispatch.ErrShutdown))
+	return fmt.Sprintf("%v (frame too large: %v, shut down: %v)", pathless(err.Error()), errors.Is(err, transport.ErrFrameTooLarge), errors.Is(err, dispatch.ErrShutdown))
 }
 
 // Request metadata the network refuses — too many entries for a frame, or
@@ -480,7 +480,7 @@ func init() {
 		parityCase{"error reply over the frame limit", errorReplyTooLarge(0), wantErrorReplyTooLarge(
 			"dispatch: reply of Err.METHOD is too large: transport: frame too large: \\d+ bytes, limit 4194304 \\(frame too large: false, shut down: false\\) \\(code internal\\)"), netrpcErrorTooLarge},
 		parityCase{"error reply over the client's frame limit", errorReplyTooLarge(64 << 10), wantErrorReplyTooLarge(
-			"connection is shut down: transport: frame too large: peer announced \\d+ bytes, limit 65536 \\(frame too large: true, shut down: true\\) \\(code <not \\*dispatch.Error>\\)"), netrpcErrorOverClientLimit},
+			"Err.METHOD over <path>: connection is shut down: transport: frame too large: peer announced \\d+ bytes, limit 65536 \\(frame too large: true, shut down: true\\) \\(code <not \\*dispatch.Error>\\)"), netrpcErrorOverClientLimit},
 	)
 }
 

@@ -59,6 +59,9 @@ import (
 // | a handler's changes to its metadata are its own | the handler's changes are its own | not run | net/rpc carries no metadata |
 // | error reply over the frame limit | CodeInternal, "reply ... is too large", the connection goes on | ErrShutdown: the Client's gob codec refuses the message; the next call dials again | ServeCodec cannot measure what its codec writes, so it sends the error whole, and the Client's codec bounds what it reads |
 // | error reply over the client's frame limit | ErrShutdown wrapping ErrFrameTooLarge | the same, in gobrpc's words: "gobrpc: message of N bytes, limit M" | gobrpc counts gob's bytes, and its error matches ErrFrameTooLarge |
+// | a handler's own call fails: its connection | CodeInternal, the handler's words: "Hold.Wait over memory: connection is shut down: ..." | the same Message, CodeUnknown; not ErrShutdown either | net/rpc carries an error as text |
+// | a handler's own call fails: its Client closed | as above: "Hold.Wait over memory: connection is shut down" | as above | as above |
+// | a handler's own call fails, wrapped in its words | as above, in the handler's words around them | as above | as above |
 //
 // Beyond the parity table, the tests of a rule on every path run on netrpc
 // too where it keeps the rule (pathsAndNetRPC, acrossPathsAndNetRPC):
@@ -157,16 +160,16 @@ func asOnTCP(o outcome) outcome { return o }
 // messages gob sends for the error of Err.Borrows, then of Err.Keeps —
 // and the call after them, on a new connection.
 func gobLimit(borrows, keeps, limit int) string {
-	part := func(n int) string {
-		return "connection is shut down: gobrpc: message of " + strconv.Itoa(n) + " bytes, limit " + strconv.Itoa(limit) + " (frame too large: true, shut down: true) (code <not *dispatch.Error>)"
+	part := func(method string, n int) string {
+		return "Err." + method + " over <path>: connection is shut down: gobrpc: message of " + strconv.Itoa(n) + " bytes, limit " + strconv.Itoa(limit) + " (frame too large: true, shut down: true) (code <not *dispatch.Error>)"
 	}
-	return strings.Join([]string{part(borrows), part(borrows), part(keeps), part(keeps), "then: ok"}, "; ")
+	return strings.Join([]string{part("Borrows", borrows), part("Borrows", borrows), part("Keeps", keeps), part("Keeps", keeps), "then: ok"}, "; ")
 }
 
 var (
 	netrpcNilArgs = differsOnNetRPC("gob cannot encode nil; a request that fails to encode ends the connection", func(o outcome) outcome {
-		o.Err = "connection is shut down: dispatch: writing the request of Arith.Multiply: gob: cannot encode nil value"
-		o.ErrType = "*dispatch.connFailure"
+		o.Err = "Arith.Multiply over <path>: connection is shut down: dispatch: writing the request of Arith.Multiply: gob: cannot encode nil value"
+		o.ErrType = "*dispatch.callFailure"
 		o.Interceptor = nil
 		return o
 	})
@@ -190,8 +193,8 @@ var (
 	}, func(o outcome) outcome {
 		// The Server closed the connection with the body unread: the reset
 		// overtook its answer.
-		o.Err = "connection is shut down: the server closed the connection"
-		o.ErrType = "*dispatch.connFailure"
+		o.Err = "Keeper.Len over <path>: connection is shut down: the server closed the connection"
+		o.ErrType = "*dispatch.callFailure"
 		o.Extra = "frame too large: false"
 		return o
 	})
@@ -212,7 +215,7 @@ var (
 		return o
 	}, asOnTCP) // the reset overtook the answer: the connection lost, as on tcp
 	netrpcClientLimit = differsOnNetRPC("the words are gobrpc's, which count gob's bytes; its error matches ErrFrameTooLarge and ends the connection, as on the wire", func(o outcome) outcome {
-		o.Extra = "connection is shut down: dispatch: reading the body of Big.Make: gobrpc: message of 102406 bytes, limit 65536 (frame too large: true, shut down: true), reply of 0"
+		o.Extra = "Big.Make over <path>: connection is shut down: dispatch: reading the body of Big.Make: gobrpc: message of 102406 bytes, limit 65536 (frame too large: true, shut down: true), reply of 0"
 		return o
 	})
 	netrpcErrorTooLarge = differsOnNetRPC("ServeCodec cannot measure what its codec writes: the Client's codec refuses it", func(o outcome) outcome {

@@ -36,7 +36,7 @@ func observe(e *env, reply any, err error) outcome {
 		o.Reply = fmt.Sprintf("%+v", v.Elem())
 	}
 	if err != nil {
-		o.Err = err.Error()
+		o.Err = pathless(err.Error())
 		o.ErrType = fmt.Sprintf("%T", err)
 		var de *dispatch.Error
 		if errors.As(err, &de) {
@@ -140,7 +140,7 @@ var parityCases = []parityCase{
 		return o
 	}, func(t *testing.T, o outcome) {
 		assert.True(t, o.IsDeadline)
-		wantErr(dispatch.CodeDeadlineExceeded, "context deadline exceeded")(t, o)
+		wantErr(dispatch.CodeDeadlineExceeded, "Arith.Sleep over <path>: context deadline exceeded")(t, o)
 		assert.Equal(t, ptr(0), o.Reply)
 	}, netrpcNoDeadline},
 	{"deadline, handler blind to its context", func(t *testing.T, e *env) outcome {
@@ -154,7 +154,7 @@ var parityCases = []parityCase{
 		o.Interceptor = e.rec.waitFor(o.Interceptor, "<outer")
 		return o
 	}, func(t *testing.T, o outcome) {
-		wantErr(dispatch.CodeDeadlineExceeded, "context deadline exceeded")(t, o)
+		wantErr(dispatch.CodeDeadlineExceeded, "Arith.SleepBlind over <path>: context deadline exceeded")(t, o)
 		assert.Equal(t, ptr(0), o.Reply)
 		assert.Equal(t, "returned before the handler", o.Extra)
 	}, sameOnNetRPC},
@@ -180,7 +180,7 @@ var parityCases = []parityCase{
 		o.Interceptor = e.rec.waitFor(o.Interceptor, "<outer")
 		return o
 	}, func(t *testing.T, o outcome) {
-		wantErr(dispatch.CodeCanceled, "context canceled")(t, o)
+		wantErr(dispatch.CodeCanceled, "Arith.SleepBlind over <path>: context canceled")(t, o)
 		assert.Equal(t, ptr(0), o.Reply)
 		assert.Equal(t, "returned before the handler", o.Extra)
 	}, sameOnNetRPC},
@@ -221,7 +221,7 @@ var parityCases = []parityCase{
 			return o
 		}
 	}, func(t *testing.T, o outcome) {
-		wantErr(dispatch.CodeDeadlineExceeded, "context deadline exceeded")(t, o)
+		wantErr(dispatch.CodeDeadlineExceeded, "Arith.SlowEcho over <path>: context deadline exceeded")(t, o)
 		assert.Equal(t, "mine", o.Extra)
 	}, sameOnNetRPC},
 	{"a handler that keeps its args", func(t *testing.T, e *env) outcome {
@@ -307,7 +307,7 @@ var parityCases = []parityCase{
 		return o
 	}, func(t *testing.T, o outcome) {
 		assert.True(t, o.IsCanceled)
-		wantErr(dispatch.CodeCanceled, "context canceled")(t, o)
+		wantErr(dispatch.CodeCanceled, "Arith.Block over <path>: context canceled")(t, o)
 		assert.Equal(t, "handler saw: context canceled", o.Extra)
 	}, netrpcNoDeadline},
 	{"deadline and metadata reach the handler, nothing else does", func(t *testing.T, e *env) outcome {
@@ -338,13 +338,13 @@ var parityCases = []parityCase{
 	{"request metadata of 1,100 entries", requestMetadataRefused(manyEntries(1100)), wantRequestRefused("1102 header entries, limit 1024"), netrpcRequestMetadata},
 	{"request metadata over the frame limit", requestMetadataRefused(bigMetadata()), wantRequestRefused(`\d+ bytes, limit 4194304`), netrpcRequestMetadata},
 	{"the server closed mid-call", serverClosedMidCall, func(t *testing.T, o outcome) {
-		assert.Equal(t, theServerClosed, o.Extra)
+		assert.Equal(t, "Hold.Wait over <path>: "+theServerClosed, o.Extra)
 	}, sameOnNetRPC},
 	{"request over the server's frame limit", requestOverServerLimit, func(t *testing.T, o outcome) {
-		assert.Equal(t, theServerClosed+", handler ran: false", o.Extra)
+		assert.Equal(t, "Big.Len over <path>: "+theServerClosed+", handler ran: false", o.Extra)
 	}, netrpcServerLimit},
 	{"reply over the client's frame limit", replyOverClientLimit, func(t *testing.T, o outcome) {
-		assert.Equal(t, "connection is shut down: transport: frame too large: peer announced 102430 bytes, limit 65536 (frame too large: true, shut down: true), reply of 0", o.Extra)
+		assert.Equal(t, "Big.Make over <path>: connection is shut down: transport: frame too large: peer announced 102430 bytes, limit 65536 (frame too large: true, shut down: true), reply of 0", o.Extra)
 	}, netrpcClientLimit},
 	{"reply metadata of 1,100 entries", replyMetadataRefused(manyEntries(1100)), wantReplyRefused(`110[23] header entries, limit 1024`), netrpcReplyMetadata},
 	{"reply metadata over the frame limit", replyMetadataRefused(bigMetadata()), wantReplyRefused(`\d+ bytes, limit 4194304`), netrpcReplyMetadata},

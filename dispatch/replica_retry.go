@@ -65,7 +65,7 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 		return retryNever
 	}
 	var de *dialError
-	if errors.As(err, &de) || err == ErrShutdown && r.removed.Load() {
+	if errors.As(err, &de) || unnamed(err) == ErrShutdown && r.removed.Load() {
 		// Nothing was sent: the dial failed, or the replica left the set
 		// (and its Client closed) between the pick and the call.
 		s.failed(r, begun, false, err)

@@ -16,8 +16,9 @@ import (
 // still open to the Server does; once the Server has stopped, it reports
 // false, and the call goes to the transport, as a network call would redial.
 //
-// info, when not nil, is told the path the call takes.
-func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, reply any, info *CallInfo) (handled bool, err error) {
+// info, when not nil, is told the path the call takes; so is the caller,
+// by path, when handled.
+func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, reply any, info *CallInfo) (handled bool, path Path, err error) {
 	srv := e.srv
 	var ans *answer
 	if capt := capturesOf(ctx); capt != nil {
@@ -26,13 +27,13 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 	}
 	if entered, err := c.enterShortcut(ctx, srv); !entered {
 		if err == nil {
-			return false, nil
+			return false, "", nil
 		}
 		zero(reply)
 		if err == errShuttingDown {
 			ans.arrive(nil)
 		}
-		return true, err
+		return true, c.expectedPath(name, nil, nil), err
 	}
 	defer srv.gate.leave()
 	if c.opts.shortcut == ShortcutDirect {
@@ -43,14 +44,14 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 				if info != nil {
 					info.Path = PathShortcutDirect
 				}
-				return true, c.outcome(ctx, srv, reply, err, ans)
+				return true, PathShortcutDirect, c.outcome(ctx, srv, reply, err, ans)
 			}
 		}
 	}
 	if info != nil {
 		info.Path = PathShortcutCopy
 	}
-	return true, c.outcome(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply, ans), ans)
+	return true, PathShortcutCopy, c.outcome(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply, ans), ans)
 }
 
 // enterShortcut begins a call or stream on the shortcut to srv: it enters

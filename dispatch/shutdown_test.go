@@ -267,21 +267,21 @@ func TestClientCloseFailsCalls(t *testing.T) {
 			require.NoError(t, e.client.Close())
 			if !isShortcut(p) {
 				err := recv(t, errc, waitLong, "the call in flight, after Close")
-				assert.Same(t, dispatch.ErrShutdown, err)
+				assertClosed(t, "Hold.Wait", err)
 			}
 			h.free()
 			if isShortcut(p) {
 				err := recv(t, errc, waitLong, "the call in flight, after Close")
-				assert.Same(t, dispatch.ErrShutdown, err)
+				assertClosed(t, "Hold.Wait", err)
 				assert.Zero(t, *reply, "the failed call's reply is left zero")
 			}
 
 			err := e.client.Call(context.Background(), "Arith.Multiply", Args{2, 2}, new(int))
-			assert.Same(t, dispatch.ErrShutdown, err)
+			assertClosed(t, "Arith.Multiply", err)
 			call := e.client.Go(context.Background(), "Arith.Multiply", Args{2, 2}, new(int), nil)
 			got := recv(t, call.Done, waitLong, "Go's call")
 			assert.Same(t, call, got)
-			assert.Same(t, dispatch.ErrShutdown, got.Error)
+			assertClosed(t, "Arith.Multiply", got.Error)
 			assert.Same(t, dispatch.ErrShutdown, e.client.Close(), "a second Close, as net/rpc")
 		})
 	}

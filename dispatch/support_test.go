@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
@@ -74,6 +76,24 @@ func codeOf(err error) dispatch.Code {
 		return de.Code
 	}
 	return "<not *dispatch.Error>"
+}
+
+// overPath matches the words that open a Client's own failure, and the
+// end of its context, for a call: "Service.Method over path: ".
+var overPath = regexp.MustCompile(`^(\S+) over (memory|tcp|mux|shortcut-copy|shortcut-direct|netrpc|unix): `)
+
+// pathless returns s with the path its opening words name as "<path>",
+// which parity tables compare across paths.
+func pathless(s string) string { return overPath.ReplaceAllString(s, "$1 over <path>: ") }
+
+// assertClosed asserts that err is what a call of method on a closed
+// Client fails with: ErrShutdown, named for the call.
+func assertClosed(t *testing.T, method string, err error) {
+	t.Helper()
+	assert.ErrorIs(t, err, dispatch.ErrShutdown)
+	if assert.Error(t, err) {
+		assert.Equal(t, method+" over <path>: connection is shut down", pathless(err.Error()))
+	}
 }
 
 func isShortcut(p path) bool { return strings.HasPrefix(p.name, "shortcut") }

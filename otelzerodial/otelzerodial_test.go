@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -391,7 +392,8 @@ func TestStatus(t *testing.T) {
 			},
 			{
 				name: "deadline", method: "Arith.Wait", timeout: 20 * time.Millisecond, wantErr: dispatch.CodeDeadlineExceeded,
-				client: spanWant{"DEADLINE_EXCEEDED", "DEADLINE_EXCEEDED", codes.Error, "context deadline exceeded"},
+				// The caller's own deadline names the call and its path.
+				client: spanWant{"DEADLINE_EXCEEDED", "DEADLINE_EXCEEDED", codes.Error, "Arith.Wait over PATH: context deadline exceeded"},
 				server: spanWant{"DEADLINE_EXCEEDED", "DEADLINE_EXCEEDED", codes.Error, "context deadline exceeded"},
 			},
 			{
@@ -416,6 +418,7 @@ func TestStatus(t *testing.T) {
 					t.Fatalf("%s: error %v, want code %q", tc.method, err, tc.wantErr)
 				}
 				spans := tel.ended(t, 2)
+				tc.client.message = strings.ReplaceAll(tc.client.message, "PATH", string(pc.path))
 				checkSpan(t, kind(t, spans, trace.SpanKindClient), tc.client)
 				checkSpan(t, kind(t, spans, trace.SpanKindServer), tc.server)
 			})
@@ -461,7 +464,7 @@ func TestClientErrors(t *testing.T) {
 	}
 	spans := tel.ended(t, 2)
 	checkSpan(t, spans[0], spanWant{"", "nil_reply", codes.Error, dispatch.ErrNilReply.Error()})
-	checkSpan(t, spans[1], spanWant{"", "shutdown", codes.Error, dispatch.ErrShutdown.Error()})
+	checkSpan(t, spans[1], spanWant{"", "shutdown", codes.Error, "Arith.Multiply over " + string(pathCases[0].path) + ": " + dispatch.ErrShutdown.Error()})
 }
 
 // histogram returns the data of the float64 histogram name.

@@ -85,7 +85,7 @@ func newSocketErr(o options.Common, peer string) error {
 
 // newSocket returns the Socket of c, set up with o, whose peer sent the
 // preface peer.
-func newSocket(c net.Conn, peer preface.Preface, o options.Common) transport.Socket {
+func newSocket(c net.Conn, peer preface.Preface, o options.Common) *socket {
 	return &socket{frame.NewSocket(c, o.MaxFrameSize).
 		WithFrameTimeout(o.FrameTimeout).
 		WithCompression(netconn.Compression(o.CompressionThreshold, peer))}
@@ -100,7 +100,10 @@ func newSocket(c net.Conn, peer preface.Preface, o options.Common) transport.Soc
 // the same made calls slower.
 type socket struct{ *frame.Socket }
 
-var _ transport.FrameWaiter = (*socket)(nil)
+var (
+	_ transport.FrameWaiter = (*socket)(nil)
+	_ transport.FrameWaiter = (*dialledSocket)(nil)
+)
 
 // WaitFrame waits until the next message has begun to arrive, taking none
 // of it (transport.FrameWaiter).

@@ -24,6 +24,10 @@ type Transport struct {
 	// TLS as configured, then the preface, each step within the handshake
 	// timeout.
 	setup netconn.Setup
+
+	mu      sync.Mutex
+	closed  bool
+	dialled map[*dialledSocket]struct{} // open sockets Dial made: Close closes them
 }
 
 var (
@@ -68,6 +72,12 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 	if t.err != nil {
 		return nil, t.err
 	}
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return nil, dialClosed(addr)
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -77,7 +87,57 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 	if err != nil {
 		return nil, err
 	}
-	return newSocket(c, peer, t.opts), nil
+	s := &dialledSocket{socket: newSocket(c, peer, t.opts), t: t}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		s.socket.Close()
+		return nil, dialClosed(addr)
+	}
+	if t.dialled == nil {
+		t.dialled = make(map[*dialledSocket]struct{})
+	}
+	t.dialled[s] = struct{}{}
+	t.mu.Unlock()
+	return s, nil
+}
+
+func dialClosed(addr string) error { return fmt.Errorf("tcp: dial %s: %w", addr, transport.ErrClosed) }
+
+// Close closes every socket this Transport dialled that is still open, as
+// mux's Transport closes its sessions: their Send and Recv then fail with
+// transport.ErrClosed, and their peers see the connection end. Dial fails
+// with transport.ErrClosed afterwards. Listeners are not affected: close
+// them on their own. Close is idempotent, and leaves no goroutine behind.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	open := t.dialled
+	t.dialled = nil
+	t.mu.Unlock()
+	for s := range open {
+		s.socket.Close()
+	}
+	return nil
+}
+
+// dialledSocket is a socket Dial made, which Transport.Close closes
+// unless it was closed first.
+type dialledSocket struct {
+	*socket
+	t *Transport
+}
+
+// Close closes the socket and lets its Transport forget it.
+func (s *dialledSocket) Close() error {
+	s.t.mu.Lock()
+	delete(s.t.dialled, s)
+	s.t.mu.Unlock()
+	return s.socket.Close()
 }
 
 // acceptBacklog bounds the connections a listener holds that Accept has not

@@ -497,3 +497,22 @@ func TestListNotADescription(t *testing.T) {
 	assert.Empty(t, r.stdout)
 	assert.Equal(t, "zerodial: Describe.Methods answered \"hello\", not a description of methods\n", r.stderr)
 }
+
+// A URL whose port speaks zerodial's wire, not HTTP: the command says so,
+// and how to call it, where it said "EOF" (the listener hangs up on an
+// HTTP request).
+func TestHTTPURLOfWirePort(t *testing.T) {
+	for _, tr := range []transport.Transport{tcp.New(), mux.New()} {
+		addr := serve(t, service(t), tr)
+		for _, args := range [][]string{
+			{"list", "http://" + addr},
+			{"call", "http://" + addr, "Calc.Add", "{}"},
+		} {
+			r := zd(t, args...)
+			assert.Equal(t, 3, r.code, "%v: %s", args, r.stderr)
+			assert.True(t, strings.HasPrefix(r.stderr, "zerodial: "+addr+" speaks zerodial's "+tr.String()+" wire, not HTTP: give "+addr+
+				" (with -transport "+tr.String()+") rather than the URL ("), "%v: %q", args, r.stderr)
+			assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+		}
+	}
+}

@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/internal/preface"
 )
 
 // maxBody bounds a reply or a stream message read over HTTP, so that a
@@ -29,6 +32,7 @@ type httpConn struct {
 	base   string // the URL, without a trailing slash
 	client *http.Client
 	header http.Header
+	tls    *tls.Config
 }
 
 func newHTTPConn(o *options, cfg *tls.Config) (*httpConn, error) {
@@ -38,7 +42,7 @@ func newHTTPConn(o *options, cfg *tls.Config) (*httpConn, error) {
 	for _, kv := range o.headers {
 		h.Add(kv[0], kv[1])
 	}
-	return &httpConn{base: strings.TrimSuffix(o.addr, "/"), client: &http.Client{Transport: t}, header: h}, nil
+	return &httpConn{base: strings.TrimSuffix(o.addr, "/"), client: &http.Client{Transport: t}, header: h, tls: cfg}, nil
 }
 
 func (h *httpConn) close() { h.client.CloseIdleConnections() }
@@ -61,9 +65,78 @@ func (h *httpConn) post(ctx context.Context, method, contentType string, body []
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return nil, transportErr(ctx, err)
+		return nil, h.doErr(ctx, err)
 	}
 	return resp, nil
+}
+
+// doErr is transportErr for a request that got no answer: a server that
+// speaks zerodial's wire on that port, not HTTP, is named, with the way to
+// call it (it hangs up on an HTTP request, which reads as a bare EOF).
+func (h *httpConn) doErr(ctx context.Context, err error) error {
+	e := transportErr(ctx, err)
+	if _, deadline := e.(*dispatch.Error); deadline {
+		return e
+	}
+	hostport, proto := h.zerodialAt(ctx)
+	if proto == "" {
+		return e
+	}
+	return &failure{exitTransport, fmt.Sprintf("zerodial: %s speaks zerodial's %s wire, not HTTP: give %s (with -transport %s) rather than the URL (%v)",
+		hostport, proto, hostport, proto, err)}
+}
+
+// probeTimeout bounds doErr's look at the port when the caller's context
+// has no deadline.
+const probeTimeout = 5 * time.Second
+
+// zerodialAt returns the host:port of h's URL and, when the server there
+// speaks zerodial's wire, the protocol ("tcp", "mux"): a zerodial listener
+// sends its preface as soon as it takes a connection (after TLS, for
+// https), where an HTTP server waits for a request. It sends nothing.
+func (h *httpConn) zerodialAt(ctx context.Context) (hostport, proto string) {
+	u, err := url.Parse(h.base)
+	if err != nil || u.Host == "" {
+		return "", ""
+	}
+	hostport = u.Host
+	if u.Port() == "" {
+		hostport = net.JoinHostPort(u.Hostname(), map[bool]string{true: "443", false: "80"}[u.Scheme == "https"])
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", hostport)
+	if err != nil {
+		return hostport, ""
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	if u.Scheme == "https" {
+		cfg := h.tls.Clone()
+		if cfg == nil {
+			cfg = &tls.Config{}
+		}
+		if cfg.ServerName == "" {
+			cfg.ServerName = u.Hostname()
+		}
+		tc := tls.Client(c, cfg)
+		if tc.HandshakeContext(ctx) != nil {
+			return hostport, ""
+		}
+		c = tc
+	}
+	buf := make([]byte, preface.Len)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return hostport, ""
+	}
+	p, err := preface.Parse(buf)
+	if err != nil || p.Protocol != preface.TCP && p.Protocol != preface.Mux {
+		return hostport, ""
+	}
+	return hostport, preface.ProtocolName(p.Protocol)
 }
 
 // transportErr is err, a failure to reach the server or to read from it,

@@ -42,7 +42,7 @@ func listHTTP(ctx context.Context, h *httpConn, path string) (*description, erro
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return nil, transportErr(ctx, err)
+		return nil, h.doErr(ctx, err)
 	}
 	defer resp.Body.Close()
 	body, err := readBounded(resp.Body)

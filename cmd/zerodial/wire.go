@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
@@ -18,13 +17,13 @@ import (
 // wireConn speaks the zerodial wire, over tcp or mux.
 type wireConn struct {
 	c  *dispatch.Client
-	tr transport.Transport
+	tr closingTransport
 	md dispatch.Metadata
 }
 
 // dialWire connects to o.addr over o.transport.
 func dialWire(ctx context.Context, o *options, cfg *tls.Config) (*wireConn, error) {
-	var tr transport.Transport
+	var tr closingTransport
 	if o.transport == "tcp" {
 		tr = tcp.New(tcp.WithTLS(cfg))
 	} else {
@@ -32,7 +31,7 @@ func dialWire(ctx context.Context, o *options, cfg *tls.Config) (*wireConn, erro
 	}
 	c, err := dispatch.Dial(ctx, tr, o.addr, dispatch.WithShortcut(dispatch.ShortcutOff))
 	if err != nil {
-		closeTransport(tr)
+		tr.Close()
 		var e *dispatch.Error
 		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &e) {
 			return nil, err
@@ -49,10 +48,11 @@ func dialWire(ctx context.Context, o *options, cfg *tls.Config) (*wireConn, erro
 	return w, nil
 }
 
-func closeTransport(tr transport.Transport) {
-	if c, ok := tr.(io.Closer); ok {
-		c.Close()
-	}
+// closingTransport is what tcp's and mux's Transports are alike: a
+// Transport with Close.
+type closingTransport interface {
+	transport.Transport
+	Close() error
 }
 
 func (w *wireConn) ctx(ctx context.Context) context.Context {
@@ -106,5 +106,5 @@ func (w *wireConn) stream(ctx context.Context, method string, args json.RawMessa
 
 func (w *wireConn) close() {
 	w.c.Close()
-	closeTransport(w.tr)
+	w.tr.Close()
 }

@@ -78,6 +78,11 @@ func (s Setup) Client(ctx context.Context, c net.Conn, addr string) (net.Conn, p
 		if s.TLS == nil && plaintextRefused(err) {
 			return nil, peer, fmt.Errorf("%w (the listener may require TLS, which this client is not configured for)", err)
 		}
+		if preface.Silent(err) {
+			// An HTTP/1 server says nothing until it has a request line,
+			// which a preface never ends: name it, as the likely peer.
+			return nil, peer, fmt.Errorf("%w (an HTTP/1 server stays silent so, waiting for a request: if %s serves HTTP, %s)", err, addr, preface.OverHTTP)
+		}
 		return nil, peer, err
 	}
 	return c, peer, nil

@@ -137,6 +137,9 @@ func (e *Error) Error() string {
 	case err == nil:
 		return fmt.Sprintf("%s speaks zerodial %v, not %v", who, p, e.Want)
 	case errors.Is(err, ErrForeign):
+		if h := speaksHTTP(e.Got); h != "" {
+			return fmt.Sprintf("%s speaks %s, not zerodial (it sent %q): %s", who, h, e.Got, OverHTTP)
+		}
 		return fmt.Sprintf("%s is not a zerodial peer (it sent %q)", who, e.Got)
 	case isTimeout(e.Err) && len(e.Got) == 0:
 		return fmt.Sprintf("%s sent no preface within %v", who, e.Timeout)
@@ -146,6 +149,35 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s closed the connection before its preface: %v", who, e.Err)
 	}
 	return fmt.Sprintf("%s closed the connection after %d bytes of its preface: %v", who, len(e.Got), e.Err)
+}
+
+// OverHTTP is what an error about a peer that speaks HTTP tells to do.
+const OverHTTP = "call it over HTTP — an httpzerodial client, or the zerodial command with its http:// URL"
+
+// Silent reports whether err is an *Error of a peer that sent nothing
+// within the timeout: an HTTP/1 server, waiting for a request line, is
+// such a peer to a dialler.
+func Silent(err error) bool {
+	var pe *Error
+	return errors.As(err, &pe) && len(pe.Got) == 0 && isTimeout(pe.Err)
+}
+
+// speaksHTTP names the HTTP that got, the first bytes a dialled peer sent,
+// are of — "HTTP/1" for a status line (the server answered the preface as
+// a bad request, as proxies do at its first byte that no request line
+// has), "HTTP/2" for the frame header of a SETTINGS frame on stream 0 (an
+// HTTP/2 server's preface, which it sends unasked) — or "" for neither.
+func speaksHTTP(got []byte) string {
+	if len(got) >= 5 && string(got[:5]) == "HTTP/" {
+		return "HTTP/1"
+	}
+	// Length (24 bits, a multiple of 6 for SETTINGS), type 4, flags 0 or
+	// ACK, and the stream's first three bytes: 0.
+	if len(got) == Len && got[3] == 0x04 && got[4]&^0x01 == 0 && got[5]&^0x80 == 0 && got[6] == 0 && got[7] == 0 &&
+		(int(got[0])<<16|int(got[1])<<8|int(got[2]))%6 == 0 {
+		return "HTTP/2"
+	}
+	return ""
 }
 
 // Is makes errors.Is(err, transport.ErrProtocol) hold.

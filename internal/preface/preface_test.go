@@ -91,7 +91,12 @@ func TestErrorText(t *testing.T) {
 	}{
 		{Error{Got: []byte("ZDIALm\x01\x00")}, "tcp: 127.0.0.1:5000 speaks zerodial mux/1, not tcp/1"},
 		{Error{Got: []byte("ZDIALt\x02\x00")}, "tcp: 127.0.0.1:5000 speaks zerodial tcp/2, not tcp/1"},
-		{Error{Got: []byte("HTTP/1.1"), Err: ErrForeign}, `tcp: 127.0.0.1:5000 is not a zerodial peer (it sent "HTTP/1.1")`},
+		{Error{Got: []byte("HTTP/1.1"), Err: ErrForeign}, `tcp: 127.0.0.1:5000 speaks HTTP/1, not zerodial (it sent "HTTP/1.1"): ` + OverHTTP},
+		{Error{Got: []byte("HTTP/1.0 "), Err: ErrForeign}, `tcp: 127.0.0.1:5000 speaks HTTP/1, not zerodial (it sent "HTTP/1.0 "): ` + OverHTTP},
+		// An HTTP/2 server's SETTINGS frame: 3 settings (18 bytes), stream 0.
+		{Error{Got: []byte("\x00\x00\x12\x04\x00\x00\x00\x00"), Err: ErrForeign}, `tcp: 127.0.0.1:5000 speaks HTTP/2, not zerodial (it sent "\x00\x00\x12\x04\x00\x00\x00\x00"): ` + OverHTTP},
+		{Error{Got: []byte("\x00\x00\x12\x04\x00\x00\x00\x01"), Err: ErrForeign}, `tcp: 127.0.0.1:5000 is not a zerodial peer (it sent "\x00\x00\x12\x04\x00\x00\x00\x01")`},
+		{Error{Got: []byte("\x00\x00\x05\x04\x00\x00\x00\x00"), Err: ErrForeign}, `tcp: 127.0.0.1:5000 is not a zerodial peer (it sent "\x00\x00\x05\x04\x00\x00\x00\x00")`},
 		{Error{Got: []byte("-E"), Err: ErrForeign}, `tcp: 127.0.0.1:5000 is not a zerodial peer (it sent "-E")`},
 		{Error{Got: []byte{}, Err: io.EOF}, "tcp: 127.0.0.1:5000 closed the connection before its preface: EOF"},
 		{Error{Got: []byte("ZDI"), Err: io.ErrUnexpectedEOF}, "tcp: 127.0.0.1:5000 closed the connection after 3 bytes of its preface: unexpected EOF"},
@@ -325,7 +330,7 @@ func FuzzParse(f *testing.F) {
 		}
 		// Every outcome formats, and quotes at most Len bytes.
 		e := &Error{Transport: "tcp", Peer: "p", Want: Of(TCP), Got: b[:min(len(b), Len)], Err: err}
-		require.LessOrEqual(t, len(e.Error()), 100+4*Len)
+		require.LessOrEqual(t, len(e.Error()), 100+4*Len+len(OverHTTP))
 		require.True(t, bytes.HasPrefix([]byte(e.Error()), []byte("tcp: p ")))
 	})
 }

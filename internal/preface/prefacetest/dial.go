@@ -2,6 +2,7 @@ package prefacetest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"testing"
@@ -47,7 +48,8 @@ func DialSilentPeer(t *testing.T, s Suite) {
 	start = time.Now()
 	_, err = s.Dial(t, context.Background(), addr, Config{HandshakeTimeout: 200 * time.Millisecond})
 	assert.ErrorIs(t, err, transport.ErrProtocol)
-	assert.EqualError(t, err, s.Proto.Name+": "+addr+" sent no preface within 200ms")
+	assert.EqualError(t, err, s.Proto.Name+": "+addr+" sent no preface within 200ms (an HTTP/1 server stays silent so, waiting for a request: if "+
+		addr+" serves HTTP, "+overHTTP+")")
 	assert.Less(t, time.Since(start), time.Second, "Dial outlived the handshake timeout")
 
 	_, clientCfg := testcert.Configs(t)
@@ -57,16 +59,33 @@ func DialSilentPeer(t *testing.T, s Suite) {
 	assert.Less(t, time.Since(start), time.Second, "the TLS handshake outlived the handshake timeout")
 }
 
-// DialForeignPeer: a peer that speaks something else is named as such,
-// with what it sent.
+// overHTTP is what a Dial's error tells to do with a peer that speaks
+// HTTP (preface.OverHTTP, which this package, imported by preface's tests,
+// cannot import).
+const overHTTP = "call it over HTTP — an httpzerodial client, or the zerodial command with its http:// URL"
+
+// DialForeignPeer: a peer that answers something else fails Dial at once,
+// quoting what it sent — and naming HTTP, with the way to call it, when it
+// is an HTTP/1 status line (a server, or proxy, answering the preface as a
+// bad request) or an HTTP/2 server's SETTINGS frame, which it sends
+// unasked.
 func DialForeignPeer(t *testing.T, s Suite) {
-	addr := RawListener(t, func(c net.Conn) {
-		c.Write([]byte("HTTP/1.1 400 Bad Request\r\n"))
-		UntilClosed(c)
-	})
-	_, err := s.Dial(t, t.Context(), addr, Config{})
-	require.ErrorIs(t, err, transport.ErrProtocol)
-	assert.EqualError(t, err, s.Proto.Name+": "+addr+` is not a zerodial peer (it sent "HTTP/1.1")`)
+	for _, tc := range []struct{ sent, quoted, want string }{
+		{"HTTP/1.1 400 Bad Request\r\n", `"HTTP/1.1"`, "speaks HTTP/1, not zerodial (it sent %s): " + overHTTP},
+		// SETTINGS, 3 settings (18 bytes), on stream 0.
+		{"\x00\x00\x12\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64", `"\x00\x00\x12\x04\x00\x00\x00\x00"`, "speaks HTTP/2, not zerodial (it sent %s): " + overHTTP},
+		{"-ERR unknown command\r\n", `"-ERR unk"`, "is not a zerodial peer (it sent %s)"},
+	} {
+		addr := RawListener(t, func(c net.Conn) {
+			c.Write([]byte(tc.sent))
+			UntilClosed(c)
+		})
+		start := time.Now()
+		_, err := s.Dial(t, t.Context(), addr, Config{})
+		require.ErrorIs(t, err, transport.ErrProtocol)
+		assert.EqualError(t, err, s.Proto.Name+": "+addr+" "+fmt.Sprintf(tc.want, tc.quoted))
+		assert.Less(t, time.Since(start), 5*time.Second, "Dial waited for the handshake timeout")
+	}
 }
 
 // DialVersionMismatch: a zerodial peer of another version, of this
