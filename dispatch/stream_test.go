@@ -641,7 +641,7 @@ func TestStreamStallBlocksNothingElse(t *testing.T) {
 			stalled, err := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Flood")
 			require.NoError(t, err)
 			require.Eventually(t, func() bool { n := pr.sent.Load(); time.Sleep(50 * time.Millisecond); return n == pr.sent.Load() },
-				5*time.Second, time.Millisecond, "the handler stalls in Send")
+				waitLong, time.Millisecond, "the handler stalls in Send")
 			var reply Num
 			require.NoError(t, c.Call(context.Background(), "S.Unary", &Num{5}, &reply))
 			assert.Equal(t, 5, reply.N)
