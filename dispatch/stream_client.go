@@ -10,6 +10,7 @@ import (
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/flow"
 	"github.com/zerodial/transport/internal/rpcwire"
+	"github.com/zerodial/transport/internal/signal"
 )
 
 // Streams on the network (WIRE.md, "Streams"): frames keyed by the caller's
@@ -33,6 +34,16 @@ type clientStream struct {
 
 	halfClosed atomic.Bool
 
+	// readied is set when the handler is ready, with nil — the server's
+	// ready frame or first message, or, from a server that sends no ready
+	// frame, its first window —
+	// or when the stream ends first, with how: what Established waits
+	// for. askedReady says the open frame asked for the ready frame;
+	// announced that the first window has come (the read loop's alone).
+	readied    signal.Signal
+	askedReady bool
+	announced  bool
+
 	mu        sync.Mutex
 	remoteEnd bool  // the end arrived, or the connection failed
 	endErr    error // what the end said: Send's error from then on
@@ -52,9 +63,10 @@ type clientStream struct {
 }
 
 // openStream opens a stream of name on the connection: it takes a Seq from
-// the calls' and sends the open frame, with this end's window.
-func (cc *clientConn) openStream(ctx context.Context, name string, window int) (callerEnd, error) {
-	s := &clientStream{callerWait: callerWait{ctx: ctx}, cc: cc, name: name, capture: capturesOf(ctx), out: flow.NewCredit(0, false)}
+// the calls' and sends the open frame, with this end's window, asking for
+// the ready frame when ready is set.
+func (cc *clientConn) openStream(ctx context.Context, name string, window int, ready bool) (callerEnd, error) {
+	s := &clientStream{callerWait: callerWait{ctx: ctx}, cc: cc, name: name, capture: capturesOf(ctx), out: flow.NewCredit(0, false), askedReady: ready}
 	s.stream = s
 	s.in = flow.NewInbox(window, s.grant)
 	cc.mu.Lock()
@@ -70,10 +82,13 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int) (
 	s.sendMsg.Header = map[string]string{rpcwire.Seq: seqText}
 	s.win.Header = map[string]string{rpcwire.Seq: seqText, rpcwire.Stream: rpcwire.StreamWindow}
 
-	h := make(map[string]string, 6)
+	h := make(map[string]string, fixedEntries)
 	requestHeader(ctx, h, name, seqText, cc.ctype)
 	h[rpcwire.Stream] = rpcwire.StreamOpen
 	h[rpcwire.Window] = rpcwire.FormatWindow(window)
+	if ready {
+		h[rpcwire.Ready] = rpcwire.ReadyYes
+	}
 	if err := cc.writeOpen(ctx, &transport.Message{Header: h}); err != nil {
 		cc.mu.Lock()
 		if cc.streams[s.seq] == s { // not failed meanwhile
@@ -331,6 +346,7 @@ func (s *clientStream) end(err error, md Metadata) {
 	}
 	free := s.writers == 0
 	s.mu.Unlock()
+	s.readied.Set(err) // ended before it was ready: Established says how
 	s.in.Finish(err)
 	if err == nil {
 		err = ErrStreamDone
@@ -369,6 +385,7 @@ func (s *clientStream) failed(err error) {
 	s.mu.Lock()
 	s.remoteEnd, s.endErr, s.released = true, err, true
 	s.mu.Unlock()
+	s.readied.Set(err)
 	s.in.Finish(err)
 	s.out.Abort(err)
 	s.unwatch()
@@ -379,13 +396,24 @@ func (s *clientStream) failed(err error) {
 func (cc *clientConn) streamFrame(s *clientStream, m *transport.Message) error {
 	switch kind := m.Header[rpcwire.Stream]; kind {
 	case rpcwire.StreamMsg:
+		s.readied.Set(nil) // the handler's first message says it is ready
 		return s.in.Put(append(s.in.Buffer(), m.Body...))
 	case rpcwire.StreamWindow:
 		n, err := rpcwire.ParseWindow(m.Header[rpcwire.Window])
 		if err != nil {
 			return err
 		}
+		if !s.announced {
+			s.announced = true
+			if _, later := m.Header[rpcwire.Ready]; !later || !s.askedReady {
+				// A server that sends no ready frame: that it has taken
+				// the stream is all it tells.
+				s.readied.Set(nil)
+			}
+		}
 		s.out.Grant(n)
+	case rpcwire.StreamReady:
+		s.readied.Set(nil)
 	case rpcwire.StreamEnd, "":
 		// "": a unary response to the open frame, from a server that does
 		// not know streams; its Error ends the stream as an end would.

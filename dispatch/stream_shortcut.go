@@ -7,6 +7,7 @@ import (
 
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/flow"
+	"github.com/zerodial/transport/internal/signal"
 )
 
 // Streams on the shortcut. In copy mode each message is encoded by its
@@ -26,8 +27,11 @@ import (
 
 // shortcutStream opens a stream on e's Server, a Server of this process. It
 // reports handled false when the Server has stopped, so that the stream
-// goes to the transport, as a call would.
-func (c *Client) shortcutStream(ctx context.Context, e *entry, name string, in, out reflect.Type) (callerEnd, bool, error) {
+// goes to the transport, as a call would. ready is what the network's open
+// frame would ask (openStream), for the frame-limit checks alone: the
+// handler's readiness is always told on the shortcut, where it costs no
+// frame.
+func (c *Client) shortcutStream(ctx context.Context, e *entry, name string, in, out reflect.Type, ready bool) (callerEnd, bool, error) {
 	srv := e.srv
 	if entered, err := c.enterShortcut(ctx, srv); !entered {
 		switch err {
@@ -38,7 +42,7 @@ func (c *Client) shortcutStream(ctx context.Context, e *entry, name string, in, 
 		}
 		return nil, true, err
 	}
-	if tooLarge, lost := c.openCheck(ctx, e, name); tooLarge != nil || lost != nil {
+	if tooLarge, lost := c.openCheck(ctx, e, name, ready); tooLarge != nil || lost != nil {
 		srv.gate.leave()
 		if lost != nil {
 			return failedEnd{lost}, true, nil // the Server drops the connection: no end arrives
@@ -95,6 +99,11 @@ type memStream struct {
 
 	halfClosed bool
 
+	// readied is set when the handler is ready (Ready, its first Send),
+	// with nil, or when the stream ends first, with its result: what
+	// Established waits for.
+	readied signal.Signal
+
 	mu     sync.Mutex
 	over   bool // the handler has returned
 	result error
@@ -141,6 +150,7 @@ func (s *memStream) run() {
 			capturesOf(s.ctx).deliver(md) // before the caller can see the end
 		}
 		s.mu.Unlock()
+		s.readied.Set(result) // a handler that returned before it was ready
 		if result != nil {
 			s.upCr.Abort(result)
 		} else {
@@ -244,6 +254,7 @@ func (s *memStream) fail(err error) {
 		s.lost = err
 	}
 	s.mu.Unlock()
+	s.readied.Set(err)
 	s.down.Finish(err)
 	s.hctx.cancel(context.Canceled)
 }
@@ -268,10 +279,16 @@ func (h *memHandler) next() (flow.Item, error) { return h.up.Next(h) }
 
 func (h *memHandler) done() { h.up.Done() }
 
+// ready needs no ordering with the messages: the caller's Established
+// watches readied alone, and a handler's return sets it too, after which
+// a Ready changes nothing.
+func (h *memHandler) ready() { h.readied.Set(nil) }
+
 func (h *memHandler) send(m any) error {
 	if err := h.hctx.Err(); err != nil {
 		return err
 	}
+	h.ready()
 	if h.direct {
 		return h.down.Lend(m, h, ErrStreamDone)
 	}

@@ -44,3 +44,4 @@ type refusedStream struct{}
 
 func (refusedStream) Receive(any) error { return errShape }
 func (refusedStream) Send(any) error    { return errShape }
+func (refusedStream) Ready()            {}
