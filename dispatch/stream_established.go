@@ -1,8 +1,10 @@
 package dispatch
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"github.com/zerodial/transport/internal/flow"
-	"github.com/zerodial/transport/internal/signal"
 )
 
 // Established waits until the handler is ready — it has called Ready,
@@ -36,9 +38,9 @@ func established(end callerEnd) error {
 		case *endHooked: // interceptors, replicas
 			end = e.callerEnd
 		case *clientStream:
-			return waitReady(&e.readied, e)
+			return e.established()
 		case *memStream:
-			return waitReady(&e.readied, e)
+			return e.established()
 		case failedEnd:
 			return e.err
 		default:
@@ -47,16 +49,77 @@ func established(end callerEnd) error {
 	}
 }
 
-// waitReady waits until readied is set, and returns its error, or until w
-// says to stop, and returns why.
-func waitReady(readied *signal.Signal, w flow.Waiter) error {
-	for !readied.IsSet() {
-		if err := w.Check(); err != nil {
-			return err
+// readiness is what Established waits for on a caller's end: notReady
+// until the handler is ready, or until the stream ends first. It leaves
+// notReady once, under its stream's mutex, and wait, made by a waiting
+// Established, is closed then. Small, so that the ends keep the allocation
+// size classes they had before readiness (a signal.Signal is 48 bytes).
+type readiness struct {
+	state atomic.Uint32
+	wait  chan struct{}
+}
+
+// The states of a readiness.
+const (
+	notReady uint32 = iota
+	isReady
+	endedFirst // the stream ended before the handler was ready
+)
+
+// settle moves r from notReady to to; after the first, one atomic load.
+// mu is the stream's.
+func (r *readiness) settle(mu *sync.Mutex, to uint32) {
+	if r.state.Load() != notReady {
+		return
+	}
+	mu.Lock()
+	ch := r.settleLocked(to)
+	mu.Unlock()
+	closeWait(ch)
+}
+
+// settleLocked moves r from notReady to to, if it is still notReady, and
+// returns the channel of a waiting Established, to close (closeWait) once
+// the stream's mutex is released.
+func (r *readiness) settleLocked(to uint32) chan struct{} {
+	if r.state.Load() != notReady {
+		return nil
+	}
+	r.state.Store(to)
+	ch := r.wait
+	r.wait = nil
+	return ch
+}
+
+// closeWait wakes a waiting Established, if any.
+func closeWait(ch chan struct{}) {
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// await waits until r leaves notReady and returns its state, or until w
+// says to stop, and returns why. mu is the stream's.
+func (r *readiness) await(mu *sync.Mutex, w flow.Waiter) (uint32, error) {
+	for {
+		if state := r.state.Load(); state != notReady {
+			return state, nil
 		}
-		if err := w.Wait(readied.Signal()); err != nil {
-			return err
+		if err := w.Check(); err != nil {
+			return notReady, err
+		}
+		mu.Lock()
+		if r.state.Load() != notReady {
+			mu.Unlock()
+			continue
+		}
+		if r.wait == nil {
+			r.wait = make(chan struct{})
+		}
+		ch := r.wait
+		mu.Unlock()
+		if err := w.Wait(ch); err != nil {
+			return notReady, err
 		}
 	}
-	return readied.Err()
 }
