@@ -69,5 +69,10 @@
 // directions at once. A Connect request in the other shape than its
 // method's (a unary call of a streaming method, a stream of a unary one)
 // is refused by dispatch's shape rule, in its words; a gRPC request does
-// not say its shape, and connect-go answers it.
+// not say its shape, and connect-go answers it. The response headers of a
+// stream say its handler is ready, as dispatch's Established does: they go
+// when the handler calls Ready (alone, before any message), sends its
+// first message, or returns. So a caller whose wait ends with the headers
+// — connect-go's CallServerStream and ResponseHeader, a gRPC stub's
+// Header — has the guarantee dispatch's Open gives.
 package httpzerodial
