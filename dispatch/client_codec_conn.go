@@ -142,7 +142,7 @@ func errNoStreams(name string) *Error {
 }
 
 // openStream refuses: net/rpc has no streams.
-func (cc *codecClientConn) openStream(_ context.Context, name string, _ int) (callerEnd, error) {
+func (cc *codecClientConn) openStream(_ context.Context, name string, _ int, _ bool) (callerEnd, error) {
 	return nil, errNoStreams(name)
 }
 

@@ -64,7 +64,10 @@
 // connection past it ends with CodeResourceExhausted. A Server's Shutdown
 // waits for open streams as for calls in flight; ShuttingDown tells their
 // handlers that it has begun, so that a stream that would run until its
-// caller leaves can end then.
+// caller leaves can end then. A stream's Established, and a server
+// stream's Open, return once the handler is ready (ServerStream.Ready, its
+// first message, or its return), on every path: what the handler set up
+// before is in place.
 //
 // # Registration
 //

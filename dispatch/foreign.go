@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/zerodial/transport/codec"
@@ -127,7 +128,8 @@ func (s *Server) Invoke(ctx context.Context, info CallInfo, md Metadata, decode 
 
 // IncomingStream is a protocol's end of a stream that InvokeStream serves:
 // the caller's messages and the handler's. The handler's goroutine uses it,
-// one Receive and one Send at a time, and only until InvokeStream returns.
+// one Receive and one Send (or Ready) at a time, and only until
+// InvokeStream returns.
 type IncomingStream interface {
 	// Receive decodes the caller's next message into m, a pointer to a
 	// zero value of the method's Args type. It returns io.EOF once the
@@ -137,6 +139,14 @@ type IncomingStream interface {
 	Receive(m any) error
 	// Send sends m, a pointer of the method's Reply type, to the caller.
 	Send(m any) error
+	// Ready tells the caller that the handler is ready
+	// (ServerStream.Ready) before its first message: what the protocol
+	// has for it (HTTP: the response headers). It is called at most once,
+	// and before any Send; not at all when the handler sends a message or
+	// returns first, since the protocol's first message or end says as
+	// much. A failure to send it shows in the next Send, or in the
+	// stream's end.
+	Ready()
 }
 
 // InvokeStream runs a stream that a protocol of another package opened:
@@ -267,7 +277,9 @@ func (c *foreignCall) run() { c.srv.serveIncoming(c, c.m.name) }
 // handle runs the handler (incoming).
 func (c *foreignCall) handle() *Error {
 	if c.stream != nil {
-		return c.srv.invokeStream(c, c.m, c.stream)
+		e := c.srv.invokeStream(c, c.m, c.stream)
+		c.stream.readyOnce.Do(noop) // no Ready once the handler has returned
+		return e
 	}
 	return c.srv.invoke(c, c.m, c.args, c.reply)
 }
@@ -308,10 +320,11 @@ func (c *foreignCall) gone() error {
 // one value of the method's In type, reused as ServerStream.Recv allows,
 // and handed to the handler by pointer.
 type foreignEnd struct {
-	call *foreignCall
-	end  IncomingStream
-	in   reflect.Type
-	msg  reflect.Value // a *In, made by the first next
+	call      *foreignCall
+	end       IncomingStream
+	in        reflect.Type
+	msg       reflect.Value // a *In, made by the first next
+	readyOnce sync.Once     // end's Ready, once, or spent when the handler returns
 }
 
 func (f *foreignEnd) next() (flow.Item, error) {
@@ -343,6 +356,7 @@ func (f *foreignEnd) send(m any) error {
 	if err := f.call.Err(); err != nil {
 		return err
 	}
+	f.readyOnce.Do(noop) // the protocol's first message says as much
 	if err := f.end.Send(m); err != nil {
 		if cerr := f.call.gone(); cerr != nil {
 			return cerr // the context's error, as on every path
@@ -353,6 +367,16 @@ func (f *foreignEnd) send(m any) error {
 }
 
 func (f *foreignEnd) done() {}
+
+// ready calls the protocol's Ready once, unless a message has gone: a
+// concurrent Send waits for it.
+func (f *foreignEnd) ready() { f.readyOnce.Do(f.sendReady) }
+
+func (f *foreignEnd) sendReady() {
+	if f.call.Err() == nil {
+		f.end.Ready()
+	}
+}
 
 // codec is never used: every message is handed over decoded.
 func (f *foreignEnd) codec() codec.Codec { return codec.Msgpack }

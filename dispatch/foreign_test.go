@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"reflect"
@@ -265,10 +266,11 @@ func TestForeignInvokeClose(t *testing.T) {
 // sliceStream is a protocol's stream end over plain values: the caller's
 // messages as JSON texts, and what the handler sends.
 type sliceStream struct {
-	mu   sync.Mutex
-	in   []string
-	out  []int
-	fail error // Receive's error after in, instead of io.EOF
+	mu    sync.Mutex
+	in    []string
+	out   []int
+	fail  error    // Receive's error after in, instead of io.EOF
+	ready []string // each Ready, as the messages sent before it
 }
 
 func (s *sliceStream) Receive(m any) error {
@@ -290,6 +292,63 @@ func (s *sliceStream) Send(m any) error {
 	defer s.mu.Unlock()
 	s.out = append(s.out, *m.(*int))
 	return nil
+}
+
+func (s *sliceStream) Ready() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ready = append(s.ready, fmt.Sprint(s.out))
+}
+
+// The protocol's Ready is called once, and only when the handler says it
+// is ready before its first message: a message, or the end, says it
+// otherwise, and a Ready after either is not passed on.
+func TestForeignInvokeStreamReady(t *testing.T) {
+	srv := foreignServer(t)
+	for name, steps := range map[string]string{
+		"Ready.Twice":       "RRs",
+		"Ready.AfterSend":   "sR",
+		"Ready.Never":       "s",
+		"Ready.Empty":       "",
+		"Ready.BeforeSends": "Rss",
+	} {
+		require.NoError(t, dispatch.HandleStream(srv, name, func(ctx context.Context, s *dispatch.ServerStream[Pair, int]) error {
+			for _, step := range steps {
+				if step == 'R' {
+					s.Ready()
+				} else if err := s.Send(new(1)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	want := map[string][]string{"Ready.Twice": {"[]"}, "Ready.BeforeSends": {"[]"}}
+	for name := range want {
+		end := &sliceStream{}
+		_, err := srv.InvokeStream(context.Background(), foreignInfo(name), nil, end)
+		require.NoError(t, err)
+		assert.Equal(t, want[name], end.ready, name)
+	}
+	for _, name := range []string{"Ready.AfterSend", "Ready.Never", "Ready.Empty"} {
+		end := &sliceStream{}
+		_, err := srv.InvokeStream(context.Background(), foreignInfo(name), nil, end)
+		require.NoError(t, err)
+		assert.Empty(t, end.ready, name)
+	}
+
+	// A Ready from a goroutine the handler left behind, after it returned,
+	// is not passed on: the protocol's end is no longer the handler's.
+	late := make(chan *dispatch.ServerStream[Pair, int], 1)
+	require.NoError(t, dispatch.HandleStream(srv, "Ready.Late", func(ctx context.Context, s *dispatch.ServerStream[Pair, int]) error {
+		late <- s
+		return nil
+	}))
+	end := &sliceStream{}
+	_, err := srv.InvokeStream(context.Background(), foreignInfo("Ready.Late"), nil, end)
+	require.NoError(t, err)
+	(<-late).Ready()
+	assert.Empty(t, end.ready)
 }
 
 func TestForeignInvokeStream(t *testing.T) {
@@ -360,6 +419,7 @@ func (s blockingStream) Receive(any) error {
 	return s.ctx.Err()
 }
 func (blockingStream) Send(any) error { return nil }
+func (blockingStream) Ready()         {}
 
 func TestForeignInvokeStreamContextEnds(t *testing.T) {
 	srv := foreignServer(t)

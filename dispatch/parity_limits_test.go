@@ -300,16 +300,19 @@ func streamMetadataRefused(md dispatch.Metadata) func(t *testing.T, c *dispatch.
 	}
 }
 
-func wantStreamRefused(tooLarge string) func(t *testing.T, o streamOutcome) {
+// wantStreamRefused wants every way refused over tooLarge; OpenStream's
+// opening frame, which asks for the ready frame (Established), over
+// openTooLarge.
+func wantStreamRefused(tooLarge, openTooLarge string) func(t *testing.T, o streamOutcome) {
 	return func(t *testing.T, o streamOutcome) {
 		parts := strings.Split(o.Extra, "; ")
 		require.Len(t, parts, 4)
 		for i, p := range parts {
-			method, shape := "S.Count", "CallStream: none, "
+			method, shape, over := "S.Count", "CallStream: none, ", tooLarge
 			if i%2 == 1 {
-				method, shape = "S.Echo", "OpenStream: "
+				method, shape, over = "S.Echo", "OpenStream: ", openTooLarge
 			}
-			assert.Regexp(t, "^"+shape+"dispatch: opening a stream of "+method+": transport: frame too large: "+tooLarge+
+			assert.Regexp(t, "^"+shape+"dispatch: opening a stream of "+method+": transport: frame too large: "+over+
 				` \(frame too large: true, shut down: false\)$`, p)
 		}
 	}

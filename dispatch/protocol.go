@@ -67,7 +67,9 @@ type servedConn interface {
 // reply zeroed before it gets here.
 type callConn interface {
 	call(ctx context.Context, name string, args, reply any) error
-	openStream(ctx context.Context, name string, window int) (callerEnd, error)
+	// openStream opens a stream; ready asks the server to tell when the
+	// handler is ready, for Established (WIRE.md, Streams).
+	openStream(ctx context.Context, name string, window int, ready bool) (callerEnd, error)
 	// failure says why the connection ended; nil while it works.
 	failure() error
 	// close fails the calls in flight with ErrShutdown and closes the

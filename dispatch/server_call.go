@@ -97,6 +97,7 @@ func (call *serverCall) answer(e *Error) {
 	c.mu.Unlock()
 	call.cancel(context.Canceled)
 	if st != nil {
+		st.readyOnce.Do(noop) // no ready frame after the end
 		st.in.Done()
 		st.in.Close()
 		// An open frame has no body (WIRE.md) but may carry one, which

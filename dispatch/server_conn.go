@@ -323,7 +323,7 @@ func (c *serverConn) start(m *transport.Message, rh *receivedHeader, seq uint64,
 		call.setDeadline(d)
 	}
 	if open {
-		call.stream = newServerStream(call, window)
+		call.stream = newServerStream(call, window, rh.has(rpcwire.Ready))
 	}
 
 	c.mu.Lock()

@@ -85,7 +85,7 @@ type frameSizes struct {
 
 // fixedEntries bounds the entries the network adds to a request's metadata
 // in its headers (requestHeader; a stream's opening frame has the most).
-const fixedEntries = 6
+const fixedEntries = 7
 
 // sizes estimates, from above, the frame of a request of name made with ctx
 // whose body is body. It costs a look at each metadata entry and builds
@@ -123,12 +123,22 @@ func (c *Client) requestCheck(ctx context.Context, name string, body []byte, siz
 	if !sizes.near {
 		return nil
 	}
-	refused, lost := c.frameCheck(ctx, name, body, false, sizes.server)
+	refused, lost := c.frameCheck(ctx, name, body, notOpen, sizes.server)
 	if refused != nil {
 		return argsTooLarge(name, refused)
 	}
 	return lost
 }
+
+// openKind says which frame frameCheck builds: a request, or the opening
+// of a stream, asking for the ready frame or not.
+type openKind int
+
+const (
+	notOpen openKind = iota
+	openPlain
+	openReady
+)
 
 // frameCheck builds the frame a request of name with body body, or the
 // opening of a stream of name (open), would be on the network, and checks
@@ -137,12 +147,15 @@ func (c *Client) requestCheck(ctx context.Context, name string, body []byte, siz
 // entries (nothing is sent), for the caller to word; lost is the caller's
 // error when only the Server, whose limit is server, refuses it (it drops
 // the connection).
-func (c *Client) frameCheck(ctx context.Context, name string, body []byte, open bool, server int) (refused, lost error) {
-	h := make(map[string]string, 6)
+func (c *Client) frameCheck(ctx context.Context, name string, body []byte, open openKind, server int) (refused, lost error) {
+	h := make(map[string]string, fixedEntries)
 	requestHeader(ctx, h, name, "0", c.ctype)
-	if open {
+	if open != notOpen {
 		h[rpcwire.Stream] = rpcwire.StreamOpen
 		h[rpcwire.Window] = rpcwire.FormatWindow(c.opts.streamWindow)
+	}
+	if open == openReady {
+		h[rpcwire.Ready] = rpcwire.ReadyYes
 	}
 	m := transport.Message{Header: h, Body: body}
 	if _, err := frame.Check(&m, c.limit); err != nil {
@@ -220,13 +233,18 @@ func endCheck(name string, md Metadata, e *Error, sender, receiver int) (_ Metad
 // many header entries, fails to open and nothing is sent (tooLarge); one
 // over the Server's only makes the Server drop the connection (lost). The
 // opening frame has no body, so the check is exact in direct mode too. A
-// stream without much metadata, the common one, builds no frame.
-func (c *Client) openCheck(ctx context.Context, e *entry, name string) (tooLarge, lost error) {
+// stream without much metadata, the common one, builds no frame. ready is
+// whether the opening frame asks for the ready frame (openStream).
+func (c *Client) openCheck(ctx context.Context, e *entry, name string, ready bool) (tooLarge, lost error) {
 	sizes := c.sizes(ctx, e, name, nil)
 	if !sizes.near {
 		return nil, nil
 	}
-	refused, lost := c.frameCheck(ctx, name, nil, true, sizes.server)
+	kind := openPlain
+	if ready {
+		kind = openReady
+	}
+	refused, lost := c.frameCheck(ctx, name, nil, kind, sizes.server)
 	if refused != nil {
 		return openTooLarge(name, refused), nil
 	}

@@ -100,9 +100,13 @@ func (w *callerWait) Wait(ch <-chan struct{}) error {
 
 // handlerEnd is the handler's half of a stream.
 type handlerEnd interface {
-	send(m any) error // m is a non-nil *Out
+	send(m any) error // m is a non-nil *Out; the first is the handler's readiness too
 	next() (flow.Item, error)
 	done() // the handler has finished with the message next returned
+	// ready tells the caller that the handler is ready (Ready): once,
+	// before any message, and never after the handler has returned. From
+	// any goroutine.
+	ready()
 	codec() codec.Codec
 }
 
@@ -174,6 +178,9 @@ func HandleStream[In, Out any](srv *Server, name string, fn func(ctx context.Con
 	return srv.add(m)
 }
 
+// noop spends a sync.Once without doing anything.
+func noop() {}
+
 // streamingError is what a unary call of a streaming method gets, on every
 // path.
 func streamingError(name string) *Error {
@@ -228,13 +235,25 @@ func (s *ServerStream[In, Out]) Recv() iter.Seq2[*In, error] {
 // Send sends m to the caller. It blocks while the caller's window is full
 // (the caller has not consumed what was sent), and fails once the stream's
 // context has ended. A nil m sends a zero message. m may be reused when
-// Send returns.
+// Send returns. The first Send says the handler is ready, as Ready does,
+// before its message goes.
 func (s *ServerStream[In, Out]) Send(m *Out) error {
 	if m == nil {
 		m = new(Out)
 	}
 	return s.end.send(m)
 }
+
+// Ready tells the caller that the handler is ready: whatever it set up
+// before calling Ready (a subscription, say) is in place. The caller's
+// Established, and a server stream's Open, return once the handler has
+// called Ready, sent its first message or returned, whichever comes first
+// — so a handler that must be in place before its caller goes on, and has
+// nothing to send yet, calls Ready. Only the first call counts, and one
+// after the handler has returned does nothing; it may be called from any
+// goroutine. It does not wait for the caller, and a stream that has ended
+// makes it do nothing: the next Send or Recv says so.
+func (s *ServerStream[In, Out]) Ready() { s.end.ready() }
 
 // decodeMsg returns the message of it as a *T: the sender's own value in
 // direct mode, or the body decoded into *buf, zeroed first.
@@ -277,9 +296,17 @@ type Stream[In, Out any] struct {
 // in ctx (CaptureReplyMetadata) receives the handler's when the stream ends
 // with the handler's answer. OpenStream fails only for what this end knows
 // (a closed Client, an ended ctx, a failed Dial); what the server says —
-// no such method, a unary method, shutting down — Recv yields.
+// no such method, a unary method, shutting down — Recv yields, and
+// Established waits for.
 func OpenStream[In, Out any](ctx context.Context, c *Client, name string) (*Stream[In, Out], error) {
-	end, err := c.openInterceptedStream(ctx, name, reflect.TypeFor[In](), reflect.TypeFor[Out]())
+	return openStream[In, Out](ctx, c, name, true)
+}
+
+// openStream is OpenStream; ready says whether the caller may wait until
+// the handler is ready (Established), which on the network the open frame
+// asks for (WIRE.md, Streams). CallStream does not wait.
+func openStream[In, Out any](ctx context.Context, c *Client, name string, ready bool) (*Stream[In, Out], error) {
+	end, err := c.openInterceptedStream(ctx, name, reflect.TypeFor[In](), reflect.TypeFor[Out](), ready)
 	if err != nil {
 		return nil, err
 	}
@@ -288,10 +315,10 @@ func OpenStream[In, Out any](ctx context.Context, c *Client, name string) (*Stre
 
 // openInterceptedStream is openStream inside the Client's stream
 // interceptors.
-func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out reflect.Type) (callerEnd, error) {
+func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out reflect.Type, ready bool) (callerEnd, error) {
 	ics := c.opts.streamInterceptors
 	if len(ics) == 0 {
-		return c.openStream(ctx, name, in, out)
+		return c.openStream(ctx, name, in, out, ready)
 	}
 	if ctx == nil {
 		panic("dispatch: nil Context")
@@ -304,7 +331,7 @@ func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out
 	if err != nil {
 		return nil, err
 	}
-	end, err := c.openStream(sctx, name, in, out)
+	end, err := c.openStream(sctx, name, in, out, ready)
 	if err != nil {
 		done(err)
 		return nil, err
@@ -408,7 +435,7 @@ func CallStream[In, Out any](ctx context.Context, c *Client, name string, args *
 				return
 			}
 		}
-		s, err := OpenStream[In, Out](ctx, c, name)
+		s, err := openStream[In, Out](ctx, c, name, false)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -431,17 +458,18 @@ func CallStream[In, Out any](ctx context.Context, c *Client, name string, args *
 }
 
 // openStream opens the caller's end of a stream of name, whose messages are
-// of types in and out, on the path a call would take.
-func (c *Client) openStream(ctx context.Context, name string, in, out reflect.Type) (callerEnd, error) {
+// of types in and out, on the path a call would take; ready as the
+// function openStream's.
+func (c *Client) openStream(ctx context.Context, name string, in, out reflect.Type, ready bool) (callerEnd, error) {
 	if ctx == nil {
 		panic("dispatch: nil Context")
 	}
 	if c.set != nil {
-		return c.set.openStream(ctx, name, in, out)
+		return c.set.openStream(ctx, name, in, out, ready)
 	}
 	if c.opts.shortcut != ShortcutOff {
 		if e := shortcuts.lookupCached(c.key, c.wire, &c.found); e != nil {
-			if end, handled, err := c.shortcutStream(ctx, e, name, in, out); handled {
+			if end, handled, err := c.shortcutStream(ctx, e, name, in, out, ready); handled {
 				return end, err
 			}
 		} else if c.reachedDraining() {
@@ -452,7 +480,7 @@ func (c *Client) openStream(ctx context.Context, name string, in, out reflect.Ty
 	if err != nil {
 		return nil, err
 	}
-	return conn.openStream(ctx, name, c.opts.streamWindow)
+	return conn.openStream(ctx, name, c.opts.streamWindow, ready)
 }
 
 // failedEnd is a stream the server refused at once, on the shortcut: what

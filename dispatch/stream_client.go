@@ -32,29 +32,42 @@ type clientStream struct {
 	win     transport.Message
 
 	halfClosed atomic.Bool
+	// askedReady says the open frame asked for the ready frame; announced
+	// that the first window has come (the read loop's alone).
+	askedReady bool
+	announced  bool
 
+	// readied is what Established waits for (under mu): the handler is
+	// ready — the server's ready frame or first message, or, from a
+	// server that sends no ready frame, its first window — or the stream
+	// ended first (endErr says how).
+	readied readiness
+
+	// Under mu; the bools together, so that the struct keeps the
+	// allocation size class it had before readiness.
 	mu        sync.Mutex
-	remoteEnd bool  // the end arrived, or the connection failed
-	endErr    error // what the end said: Send's error from then on
-	gaveUp    bool  // the caller stopped before the end: no capture
-	cancelled bool  // a Cancel went out: the Seq is never reused
+	remoteEnd bool // the end arrived, or the connection failed
+	gaveUp    bool // the caller stopped before the end: no capture
+	cancelled bool // a Cancel went out: the Seq is never reused
 	// unary says the end was a unary response, from a server that does
 	// not know streams: it may answer each frame of the stream as a
 	// request of its own, later, so the Seq is never reused either.
 	unary    bool
-	writers  int  // frames of the stream being written
 	released bool // the Seq has left the connection's map
 	// stopCtx ends the watch on ctx. The stream is in the connection's
 	// map (so the read loop may end it) before the watch begins: unwatched
 	// says it ended first, and the watch is stopped as soon as it begins.
-	stopCtx   func() bool
 	unwatched bool
+	stopCtx   func() bool
+	endErr    error // what the end said: Send's error from then on
+	writers   int   // frames of the stream being written
 }
 
 // openStream opens a stream of name on the connection: it takes a Seq from
-// the calls' and sends the open frame, with this end's window.
-func (cc *clientConn) openStream(ctx context.Context, name string, window int) (callerEnd, error) {
-	s := &clientStream{callerWait: callerWait{ctx: ctx}, cc: cc, name: name, capture: capturesOf(ctx), out: flow.NewCredit(0, false)}
+// the calls' and sends the open frame, with this end's window, asking for
+// the ready frame when ready is set.
+func (cc *clientConn) openStream(ctx context.Context, name string, window int, ready bool) (callerEnd, error) {
+	s := &clientStream{callerWait: callerWait{ctx: ctx}, cc: cc, name: name, capture: capturesOf(ctx), out: flow.NewCredit(0, false), askedReady: ready}
 	s.stream = s
 	s.in = flow.NewInbox(window, s.grant)
 	cc.mu.Lock()
@@ -70,10 +83,13 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int) (
 	s.sendMsg.Header = map[string]string{rpcwire.Seq: seqText}
 	s.win.Header = map[string]string{rpcwire.Seq: seqText, rpcwire.Stream: rpcwire.StreamWindow}
 
-	h := make(map[string]string, 6)
+	h := make(map[string]string, fixedEntries)
 	requestHeader(ctx, h, name, seqText, cc.ctype)
 	h[rpcwire.Stream] = rpcwire.StreamOpen
 	h[rpcwire.Window] = rpcwire.FormatWindow(window)
+	if ready {
+		h[rpcwire.Ready] = rpcwire.ReadyYes
+	}
 	if err := cc.writeOpen(ctx, &transport.Message{Header: h}); err != nil {
 		cc.mu.Lock()
 		if cc.streams[s.seq] == s { // not failed meanwhile
@@ -271,6 +287,19 @@ func (s *clientStream) grant(n int) {
 	s.endWrite()
 }
 
+// established waits until the handler is ready, or returns why not: the
+// end's error when the stream ended first (nil if the handler returned
+// without error), or the caller's reason to stop waiting.
+func (s *clientStream) established() error {
+	state, err := s.readied.await(&s.mu, s)
+	if err != nil || state == isReady {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.endErr
+}
+
 // ctxEnded tells the server the caller gave up when its context is
 // cancelled; a passed deadline needs no telling (the Timeout header).
 func (s *clientStream) ctxEnded() {
@@ -330,7 +359,9 @@ func (s *clientStream) end(err error, md Metadata) {
 		s.capture.deliver(md) // before the caller can see the end
 	}
 	free := s.writers == 0
+	ready := s.readied.settleLocked(endedFirst) // ended before it was ready: Established says how
 	s.mu.Unlock()
+	closeWait(ready)
 	s.in.Finish(err)
 	if err == nil {
 		err = ErrStreamDone
@@ -368,7 +399,9 @@ func (s *clientStream) release() {
 func (s *clientStream) failed(err error) {
 	s.mu.Lock()
 	s.remoteEnd, s.endErr, s.released = true, err, true
+	ready := s.readied.settleLocked(endedFirst)
 	s.mu.Unlock()
+	closeWait(ready)
 	s.in.Finish(err)
 	s.out.Abort(err)
 	s.unwatch()
@@ -379,13 +412,24 @@ func (s *clientStream) failed(err error) {
 func (cc *clientConn) streamFrame(s *clientStream, m *transport.Message) error {
 	switch kind := m.Header[rpcwire.Stream]; kind {
 	case rpcwire.StreamMsg:
+		s.readied.settle(&s.mu, isReady) // the handler's first message says it is ready
 		return s.in.Put(append(s.in.Buffer(), m.Body...))
 	case rpcwire.StreamWindow:
 		n, err := rpcwire.ParseWindow(m.Header[rpcwire.Window])
 		if err != nil {
 			return err
 		}
+		if !s.announced {
+			s.announced = true
+			if _, later := m.Header[rpcwire.Ready]; !later || !s.askedReady {
+				// A server that sends no ready frame: that it has taken
+				// the stream is all it tells.
+				s.readied.settle(&s.mu, isReady)
+			}
+		}
 		s.out.Grant(n)
+	case rpcwire.StreamReady:
+		s.readied.settle(&s.mu, isReady)
 	case rpcwire.StreamEnd, "":
 		// "": a unary response to the open frame, from a server that does
 		// not know streams; its Error ends the stream as an end would.

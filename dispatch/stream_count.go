@@ -68,4 +68,5 @@ func (c *countedHandlerEnd) next() (flow.Item, error) {
 }
 
 func (c *countedHandlerEnd) done()              { c.end.done() }
+func (c *countedHandlerEnd) ready()             { c.end.ready() }
 func (c *countedHandlerEnd) codec() codec.Codec { return c.end.codec() }

@@ -26,6 +26,10 @@ func (f *fastEnd) codec() codec.Codec { return f.s.cdc }
 
 func (f *fastEnd) done() {}
 
+// ready does nothing: nobody waits for it, CallStream's caller least of
+// all, whose goroutine runs the handler.
+func (f *fastEnd) ready() {}
+
 func (f *fastEnd) next() (flow.Item, error) {
 	if err := f.s.hctx.Err(); err != nil {
 		return flow.Item{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/zerodial/transport"
@@ -21,13 +22,20 @@ type serverStream struct {
 	msg  transport.Message
 	buf  []byte
 	win  transport.Message // the consumer's window frames
+	// wantsReady says the caller's open frame asked for the ready frame;
+	// readyOnce sends it once, at the handler's Ready, and is spent
+	// without sending by the handler's first message, which says as much,
+	// and when the stream is answered, so that no ready frame follows the
+	// end or a message.
+	wantsReady bool
+	readyOnce  sync.Once
 	// overBudget is set when what waits in the inbox took the connection
 	// past its byte budget: the end of the stream says so.
 	overBudget atomic.Pointer[Error]
 }
 
-func newServerStream(call *serverCall, callerWindow int) *serverStream {
-	st := &serverStream{call: call, out: flow.NewCredit(callerWindow, true),
+func newServerStream(call *serverCall, callerWindow int, wantsReady bool) *serverStream {
+	st := &serverStream{call: call, out: flow.NewCredit(callerWindow, true), wantsReady: wantsReady,
 		msg: transport.Message{Header: map[string]string{rpcwire.Seq: call.seqText, rpcwire.Stream: rpcwire.StreamMsg}},
 		win: transport.Message{Header: map[string]string{rpcwire.Seq: call.seqText, rpcwire.Stream: rpcwire.StreamWindow}}}
 	c := call.conn
@@ -93,6 +101,11 @@ func (st *serverStream) send(m any) error {
 	if err := st.call.Err(); err != nil {
 		return err
 	}
+	if st.wantsReady {
+		// The message says the handler is ready; a Ready under way on
+		// another goroutine goes out first.
+		st.readyOnce.Do(noop)
+	}
 	body, err := encodeMsg(st.call.cdc, st.buf[:0], st.call.name, m)
 	if err != nil {
 		return err
@@ -129,6 +142,26 @@ func (st *serverStream) send(m any) error {
 	return nil
 }
 
+// ready tells the caller the handler is ready, once: the ready frame, to
+// a caller that asked for it, unless a message has gone. From the
+// handler's goroutines; a concurrent Send waits until the frame is out, so
+// that it precedes the message.
+func (st *serverStream) ready() {
+	if st.wantsReady {
+		st.readyOnce.Do(st.sendReady)
+	}
+}
+
+func (st *serverStream) sendReady() {
+	if st.call.Err() != nil {
+		return // the stream is over: its end may be out already
+	}
+	m := transport.Message{Header: map[string]string{rpcwire.Seq: st.call.seqText, rpcwire.Stream: rpcwire.StreamReady}}
+	if err := st.call.conn.sendBounded(&m, false); err != nil && !isFrameTooLarge(err) {
+		st.call.conn.sock.Close()
+	}
+}
+
 // grant returns n bytes of credit to the caller. Called by the consumer,
 // so one at a time.
 func (st *serverStream) grant(n int) {
@@ -147,11 +180,17 @@ func (st *serverStream) grant(n int) {
 func (call *serverCall) serveStream() *Error {
 	c, st := call.conn, call.stream
 	// The server's window is the first frame it sends on the stream, so
-	// that it precedes every grant (WIRE.md).
+	// that it precedes every grant (WIRE.md). To a caller that asked for
+	// the ready frame it says one will come: the window says the stream
+	// is taken, the ready frame that the handler is ready.
 	st.win.Header[rpcwire.Window] = rpcwire.FormatWindow(c.srv.opts.streamWindow)
+	if st.wantsReady {
+		st.win.Header[rpcwire.Ready] = rpcwire.ReadyYes
+	}
 	if err := c.sendBounded(&st.win, false); err != nil {
 		c.sock.Close()
 	}
+	delete(st.win.Header, rpcwire.Ready)
 	return c.srv.invokeStream(call, call.meth, st)
 }
 

@@ -26,8 +26,11 @@ import (
 
 // shortcutStream opens a stream on e's Server, a Server of this process. It
 // reports handled false when the Server has stopped, so that the stream
-// goes to the transport, as a call would.
-func (c *Client) shortcutStream(ctx context.Context, e *entry, name string, in, out reflect.Type) (callerEnd, bool, error) {
+// goes to the transport, as a call would. ready is what the network's open
+// frame would ask (openStream), for the frame-limit checks alone: the
+// handler's readiness is always told on the shortcut, where it costs no
+// frame.
+func (c *Client) shortcutStream(ctx context.Context, e *entry, name string, in, out reflect.Type, ready bool) (callerEnd, bool, error) {
 	srv := e.srv
 	if entered, err := c.enterShortcut(ctx, srv); !entered {
 		switch err {
@@ -38,7 +41,7 @@ func (c *Client) shortcutStream(ctx context.Context, e *entry, name string, in, 
 		}
 		return nil, true, err
 	}
-	if tooLarge, lost := c.openCheck(ctx, e, name); tooLarge != nil || lost != nil {
+	if tooLarge, lost := c.openCheck(ctx, e, name, ready); tooLarge != nil || lost != nil {
 		srv.gate.leave()
 		if lost != nil {
 			return failedEnd{lost}, true, nil // the Server drops the connection: no end arrives
@@ -84,8 +87,7 @@ type memStream struct {
 	ent         *entry
 	m           *method
 	hctx        *shortcutCtx // the handler's
-	direct      bool
-	cdc         codec.Codec // the Server's, for the caller's messages and the handler's
+	cdc         codec.Codec  // the Server's, for the caller's messages and the handler's
 	serverLimit int
 
 	up     *flow.Inbox  // caller → handler
@@ -93,12 +95,20 @@ type memStream struct {
 	down   *flow.Inbox  // handler → caller
 	downCr *flow.Credit // copy mode
 
+	// The small fields together, so that the struct keeps the allocation
+	// size class it had before readiness (CallStream's fast path makes
+	// one per stream).
+	direct     bool
 	halfClosed bool
+	over       bool // the handler has returned; under mu
+	gaveUp     bool // the caller stopped before the end: no capture; under mu
+
+	// readied is what Established waits for (under mu): the handler is
+	// ready (Ready, its first Send), or the stream ended first.
+	readied readiness
 
 	mu     sync.Mutex
-	over   bool // the handler has returned
 	result error
-	gaveUp bool  // the caller stopped before the end: no capture
 	lost   error // set by fail: the stream's end, whatever the handler returns
 }
 
@@ -140,7 +150,9 @@ func (s *memStream) run() {
 		if !s.gaveUp && lost == nil {
 			capturesOf(s.ctx).deliver(md) // before the caller can see the end
 		}
+		ready := s.readied.settleLocked(endedFirst) // a handler that returned before it was ready
 		s.mu.Unlock()
+		closeWait(ready)
 		if result != nil {
 			s.upCr.Abort(result)
 		} else {
@@ -243,7 +255,9 @@ func (s *memStream) fail(err error) {
 	if s.lost == nil {
 		s.lost = err
 	}
+	ready := s.readied.settleLocked(endedFirst)
 	s.mu.Unlock()
+	closeWait(ready)
 	s.down.Finish(err)
 	s.hctx.cancel(context.Canceled)
 }
@@ -268,10 +282,32 @@ func (h *memHandler) next() (flow.Item, error) { return h.up.Next(h) }
 
 func (h *memHandler) done() { h.up.Done() }
 
+// ready needs no ordering with the messages: the caller's Established
+// watches readied alone, and a handler's return settles it too, after
+// which a Ready changes nothing. After the first, one atomic load.
+func (h *memHandler) ready() { h.readied.settle(&h.mu, isReady) }
+
+// established waits until the handler is ready, or returns why not: the
+// stream's end when it came first (nil if the handler returned without
+// error), or the caller's reason to stop waiting.
+func (s *memStream) established() error {
+	state, err := s.readied.await(&s.mu, s)
+	if err != nil || state == isReady {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lost != nil {
+		return s.lost // fail, before the handler's end
+	}
+	return s.result
+}
+
 func (h *memHandler) send(m any) error {
 	if err := h.hctx.Err(); err != nil {
 		return err
 	}
+	h.ready()
 	if h.direct {
 		return h.down.Lend(m, h, ErrStreamDone)
 	}

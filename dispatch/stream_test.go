@@ -29,6 +29,7 @@ type Num struct{ N int }
 type streamProbe struct {
 	ended chan error // a handler's context error when it returned
 	sent  atomic.Int64
+	bus   bus // what the watches subscribe to (stream_ready_test.go)
 }
 
 // streamServer serves the test streams, every one borrowing, so that a
@@ -182,6 +183,7 @@ func streamServer(t testing.TB, opts ...dispatch.ServerOption) (*dispatch.Server
 		*reply = *args
 		return nil
 	}))
+	registerWatches(t, srv, &pr.bus)
 	return srv, pr
 }
 
@@ -602,9 +604,15 @@ var streamCases = []streamCase{
 		return streamOutcome{Extra: fmt.Sprint(bad.Load(), " failed")}
 	}, func(t *testing.T, o streamOutcome) { assert.Equal(t, streamOutcome{Extra: "0 failed"}, o) }},
 
+	// stream_ready_test.go has what these share.
+	{"a watch is in place when Open returns", watchRace(openWatch(watchServer, 0)), wantNoMiss},
+	{"a watch is in place when Open returns, its snapshot sent", watchRace(openWatch(watchSnapshot, 1)), wantNoMiss},
+	{"a bidirectional watch is in place when Established returns", watchRace(openBidiWatch), wantNoMiss},
+	{"a client-streaming watch is in place when Established returns", watchRace(openClientWatch), wantNoMiss},
+
 	// parity_limits_test.go has what these share.
-	{"opening metadata of 1,100 entries", streamMetadataRefused(manyEntries(1100)), wantStreamRefused("1104 header entries, limit 1024")},
-	{"opening metadata over the frame limit", streamMetadataRefused(bigMetadata()), wantStreamRefused(`\d+ bytes, limit 4194304`)},
+	{"opening metadata of 1,100 entries", streamMetadataRefused(manyEntries(1100)), wantStreamRefused("1104 header entries, limit 1024", "1105 header entries, limit 1024")},
+	{"opening metadata over the frame limit", streamMetadataRefused(bigMetadata()), wantStreamRefused(`\d+ bytes, limit 4194304`, `\d+ bytes, limit 4194304`)},
 }
 
 // TestStreamParity runs every stream case on the five paths and demands

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"strings"
+	"sync"
 
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/memory"
@@ -71,15 +72,36 @@ var exampleWatch = dispatch.NewServerStreamMethod[Query, Event]("Feed.Watch")
 
 // A server-streaming handler receives its request as an argument and sends
 // with a typed Sender. Its caller may range over the messages (Call), or
-// open the stream and go on once the server has taken it (Open) — a watch
-// that must be in place before what it watches changes.
+// open the stream and go on once the handler is ready (Open) — a watch that
+// must be in place before what it watches changes: the handler subscribes,
+// then says so with Ready.
 func ExampleNewServerStreamMethod() {
 	ctx := context.Background()
 	srv := dispatch.NewServer()
 	defer srv.Close()
-	published := make(chan int)
+	var feed struct { // what the watch subscribes to
+		sync.Mutex
+		subscribers []chan int
+	}
+	publish := func(n int) {
+		feed.Lock()
+		defer feed.Unlock()
+		for _, ch := range feed.subscribers {
+			ch <- n
+		}
+	}
 	err := exampleWatch.Handle(srv, func(ctx context.Context, q *Query, out dispatch.Sender[Event]) error {
-		for n := range published {
+		events := make(chan int, 2)
+		feed.Lock()
+		feed.subscribers = append(feed.subscribers, events)
+		feed.Unlock()
+		out.Ready() // subscribed: the caller's Open returns
+		for n := range 2 {
+			select {
+			case n = <-events:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 			if err := out.Send(&Event{Topic: q.Topic, N: n}); err != nil {
 				return err
 			}
@@ -105,11 +127,8 @@ func ExampleNewServerStreamMethod() {
 		log.Fatal(err) // refused: no such method, shutting down, …
 	}
 	defer s.Close()
-	go func() { // the watch is in place: publish
-		published <- 1
-		published <- 2
-		close(published)
-	}()
+	publish(1) // the watch is in place: it sees both
+	publish(2)
 	for e, err := range s.Recv() {
 		if err != nil {
 			log.Fatal(err)

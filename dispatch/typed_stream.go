@@ -14,19 +14,25 @@ import (
 // Sender is what the handler of a server-streaming method sends its
 // messages with: its stream (a *ServerStream), whose Send blocks while the
 // caller's window is full, fails once the stream's context has ended, sends
-// a zero message for a nil m, and lets m be reused when it returns. An
+// a zero message for a nil m, and lets m be reused when it returns; and
+// whose Ready tells the caller that the handler is ready before it has
+// anything to send (ServerStream.Ready), which Open waits for. An
 // interface, so that a handler can be tested with a Sender of its own.
 type Sender[T any] interface {
 	Send(m *T) error
+	Ready()
 }
 
 // Receiver is what the handler of a client-streaming method reads the
 // caller's messages with: its stream (a *ServerStream), whose Recv yields
 // them in order, ends once the caller has closed its side, yields a failure
-// once as (nil, err), and reuses the *T yielded at the next iteration. An
-// interface, so that a handler can be tested with a Receiver of its own.
+// once as (nil, err), and reuses the *T yielded at the next iteration; and
+// whose Ready tells the caller that the handler is ready
+// (ServerStream.Ready), which Established waits for. An interface, so that
+// a handler can be tested with a Receiver of its own.
 type Receiver[T any] interface {
 	Recv() iter.Seq2[*T, error]
+	Ready()
 }
 
 // ServerStreamMethod describes a server-streaming method: one request of
@@ -36,7 +42,7 @@ type Receiver[T any] interface {
 //
 // Its handler receives the request as an argument (Handle), and its caller
 // either ranges over the messages (Call) or opens the stream and learns
-// that the server took it before reading (Open). It is registered and
+// that the handler is ready before reading (Open). It is registered and
 // called as HandleStream and CallStream would: a caller by name
 // (CallStream[A, Out]) reaches the same handler.
 type ServerStreamMethod[A, Out any] struct{ name string }
@@ -66,7 +72,14 @@ func errNoRequest(name string) *Error {
 // arrived, with the request and a Sender of its messages; what it returns
 // ends the stream. args is valid until fn returns. A caller that closes
 // its side without a request gets CodeInvalidArgument, and fn does not
-// run; messages after the first are not read.
+// run; messages after the first are not read. A watch subscribes, then
+// calls out.Ready, so that a caller's Open returns with the subscription
+// in place:
+//
+//	events, stop := bus.Subscribe(args.Topic)
+//	defer stop()
+//	out.Ready()
+//	for e := range events { … out.Send(&e) … }
 func (m *ServerStreamMethod[A, Out]) Handle(srv *Server, fn func(ctx context.Context, args *A, out Sender[Out]) error, opts ...RegisterOption) error {
 	if fn == nil {
 		return fmt.Errorf("dispatch: HandleStream %s: nil function", m.name)
@@ -95,16 +108,22 @@ func (m *ServerStreamMethod[A, Out]) Call(ctx context.Context, c *Client, args A
 }
 
 // Open opens the stream, sends args as its request and closes its side,
-// and returns once the server has taken the stream — its handler runs — so
-// that a caller can tell a stream established (a watch subscribed, say)
-// from one still on its way. What the server refuses the stream with (no
-// such method, a method that is not streaming, shutting down, too many
-// calls), what ends ctx, or a failed connection, Open returns as its error
-// — and so does the error of a handler that failed before taking its
-// request (one registered by name, with HandleStream). A stream whose
-// handler ended without error before Open could see it taken is returned,
-// and its Recv yields what the handler sent. The returned stream must be
-// ranged to its end or closed.
+// and returns once the handler is ready: it has called its Sender's Ready,
+// sent its first message, or returned, whichever came first — on every
+// path. So whatever the handler set up before (a watch subscribed, say) is
+// in place when Open returns, and a change made after Open returns reaches
+// it. A handler that does none of the three — one that waits for its first
+// message to send without calling Ready — holds Open until it does, or
+// until ctx ends.
+//
+// What the server refuses the stream with (no such method, a method that
+// is not streaming, shutting down, too many calls), what ends ctx, a failed
+// connection, or the error of a handler that failed before it was ready,
+// Open returns as its error, having closed the stream. A stream whose
+// handler returned without error before it was ready is returned, and its
+// Recv ends at once. The returned stream must be ranged to its end or
+// closed. Against a server of an earlier release, which does not tell
+// readiness, Open returns once the server has taken the stream.
 func (m *ServerStreamMethod[A, Out]) Open(ctx context.Context, c *Client, args A) (*ServerStreamCall[Out], error) {
 	s, err := OpenStream[A, Out](ctx, c, m.name)
 	if err != nil {
@@ -174,6 +193,7 @@ func (m *ClientStreamMethod[In, R]) String() string { return m.name }
 // (same rules, same options). fn reads the caller's messages from in and
 // fills reply; when it returns nil, the reply is sent and the stream ends,
 // and when it fails, its error ends the stream instead (no reply is sent).
+// The caller's Established returns once fn calls in.Ready, or returns.
 func (m *ClientStreamMethod[In, R]) Handle(srv *Server, fn func(ctx context.Context, in Receiver[In], reply *R) error, opts ...RegisterOption) error {
 	if fn == nil {
 		return fmt.Errorf("dispatch: HandleStream %s: nil function", m.name)
@@ -191,8 +211,8 @@ func (m *ClientStreamMethod[In, R]) Handle(srv *Server, fn func(ctx context.Cont
 // Client, an ended ctx, a failed Dial), as OpenStream does, and returns
 // without waiting for the server, so that the first message goes with the
 // opening; what the server says, CloseAndRecv returns, and Established
-// waits for. The returned stream must be finished with CloseAndRecv or
-// closed.
+// waits for the handler to be ready. The returned stream must be finished
+// with CloseAndRecv or closed.
 func (m *ClientStreamMethod[In, R]) Open(ctx context.Context, c *Client) (*ClientStreamCall[In, R], error) {
 	s, err := OpenStream[In, R](ctx, c, m.name)
 	if err != nil {
@@ -213,10 +233,11 @@ type ClientStreamCall[In, R any] struct {
 // failed).
 func (s *ClientStreamCall[In, R]) Send(m *In) error { return s.s.Send(m) }
 
-// Established waits until the server has taken the stream, as
-// Stream.Established does: nil once the handler runs, or why not (the
-// server's refusal, ctx's end, a failed connection). It may be called
-// before the first Send, or between Sends, but not beside one.
+// Established waits until the handler is ready, as Stream.Established
+// does: nil once the handler has called its Receiver's Ready (or has
+// returned without error), or why not (the server's refusal, the
+// handler's error, ctx's end, a failed connection). It may be called at
+// any time, from any goroutine.
 func (s *ClientStreamCall[In, R]) Established() error { return s.s.Established() }
 
 // CloseAndRecv closes the caller's side and waits for the reply: the
@@ -276,7 +297,8 @@ func (m *BidiStreamMethod[In, Out]) Handle(srv *Server, fn func(ctx context.Cont
 }
 
 // Open opens the stream: OpenStream[In, Out](ctx, c, m.Name()). It does
-// not wait for the server; the stream's Established does.
+// not wait for the server; the stream's Established waits until the
+// handler is ready.
 func (m *BidiStreamMethod[In, Out]) Open(ctx context.Context, c *Client) (*Stream[In, Out], error) {
 	return OpenStream[In, Out](ctx, c, m.name)
 }

@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"strings"
 	"sync"
@@ -20,9 +21,11 @@ import (
 var (
 	// typedCount sends A, A+1, … B numbers; a negative B fails after them.
 	typedCount = dispatch.NewServerStreamMethod[Args, int]("Typed.Count")
-	// typedSum sums what it receives; a negative number fails it.
+	// typedSum sums what it receives; a negative number fails it. It is
+	// ready (Established) as it starts.
 	typedSum = dispatch.NewClientStreamMethod[int, Reply]("Typed.Sum")
-	// typedEcho answers each message with it in upper case.
+	// typedEcho answers each message with it in upper case. It is ready
+	// as it starts.
 	typedEcho = dispatch.NewBidiStreamMethod[string, string]("Typed.Echo")
 )
 
@@ -44,6 +47,7 @@ func registerTypedStreams(srv *dispatch.Server) error {
 		return err
 	}
 	err = typedSum.Handle(srv, func(ctx context.Context, in dispatch.Receiver[int], reply *Reply) error {
+		in.Ready()
 		for v, err := range in.Recv() {
 			if err != nil {
 				return err
@@ -60,6 +64,7 @@ func registerTypedStreams(srv *dispatch.Server) error {
 		return err
 	}
 	return typedEcho.Handle(srv, func(ctx context.Context, s *dispatch.ServerStream[string, string]) error {
+		s.Ready()
 		for m, err := range s.Recv() {
 			if err != nil {
 				return err
@@ -117,17 +122,21 @@ func TestTypedServerStream(t *testing.T) {
 	})
 }
 
-// TestTypedServerStreamOpen: Open returns once the server has taken the
-// stream, before the handler sends anything; what the server refuses the
-// stream with, Open returns; a caller closing the stream mid-way ends the
-// handler's context.
+// TestTypedServerStreamOpen: Open returns once the handler is ready — it
+// called Ready, before sending anything, or sent its first message — and
+// waits for it until ctx ends; the error of a handler that failed before
+// it was ready, and what the server refuses the stream with, Open returns;
+// a caller closing the stream mid-way ends the handler's context.
 func TestTypedServerStreamOpen(t *testing.T) {
 	streamPaths(t, func(t *testing.T, e typedEnv) {
-		held := func(name string) (m *dispatch.ServerStreamMethod[Args, int], started chan Args, release chan struct{}, ended chan error) {
+		held := func(name string, ready bool) (m *dispatch.ServerStreamMethod[Args, int], started chan Args, release chan struct{}, ended chan error) {
 			m = dispatch.NewServerStreamMethod[Args, int](name)
 			started, release, ended = make(chan Args, 2), make(chan struct{}), make(chan error, 2)
 			e.register(t, func(srv *dispatch.Server) error {
 				return m.Handle(srv, func(ctx context.Context, args *Args, out dispatch.Sender[int]) error {
+					if ready {
+						out.Ready()
+					}
 					started <- *args
 					select {
 					case <-release:
@@ -140,22 +149,79 @@ func TestTypedServerStreamOpen(t *testing.T) {
 			})
 			return m, started, release, ended
 		}
-		m, started, release, _ := held("Typed.Held")
+		m, started, release, _ := held("Typed.Held", true)
 		s, err := m.Open(t.Context(), e.client, Args{3, 4})
-		require.NoError(t, err) // while the handler holds its messages back
+		require.NoError(t, err) // ready, while the handler holds its messages back
 		assert.Equal(t, Args{3, 4}, recv(t, started, waitLong, "the handler's start"))
 		close(release)
 		got, err := collect(s.Recv())
 		require.NoError(t, err)
 		assert.Equal(t, []int{3}, got)
 
+		// Not ready: Open waits for the first message.
+		m, started, release, _ = held("Typed.Unready", false)
+		opened := make(chan *dispatch.ServerStreamCall[int], 1)
+		go func() {
+			s, err := m.Open(t.Context(), e.client, Args{5, 1})
+			assert.NoError(t, err)
+			opened <- s
+		}()
+		recv(t, started, waitLong, "the handler's start")
+		quiet(t, opened, "Open before the handler was ready")
+		close(release)
+		s = recv(t, opened, waitLong, "Open, once the handler sent")
+		got, err = collect(s.Recv())
+		require.NoError(t, err)
+		assert.Equal(t, []int{5}, got)
+
+		// Not ready, and ctx ends: Open returns ctx's error, and the
+		// handler's context ends.
+		m, started, _, ended := held("Typed.Abandoned", false)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		failed := make(chan error, 1)
+		go func() {
+			s, err := m.Open(ctx, e.client, Args{1, 1})
+			assert.Nil(t, s)
+			failed <- err
+		}()
+		recv(t, started, waitLong, "the handler's start")
+		cancel()
+		assert.Equal(t, dispatch.CodeCanceled, codeOf(recv(t, failed, waitLong, "Open's return")))
+		assert.ErrorIs(t, recv(t, ended, waitLong, "the handler's end"), context.Canceled)
+
 		// Closed mid-way: the handler's context ends.
-		m, started, _, ended := held("Typed.Closed")
+		m, started, _, ended = held("Typed.Closed", true)
 		s, err = m.Open(t.Context(), e.client, Args{1, 1})
 		require.NoError(t, err)
 		recv(t, started, waitLong, "the handler's start")
 		require.NoError(t, s.Close())
 		assert.ErrorIs(t, recv(t, ended, waitLong, "the handler's end"), context.Canceled)
+
+		// A handler that fails before it is ready: Open returns its error;
+		// one that returns without error: Open returns the stream, empty.
+		for _, fail := range []bool{true, false} {
+			name := fmt.Sprintf("Typed.Early%v", fail)
+			early := dispatch.NewServerStreamMethod[Args, int](name)
+			e.register(t, func(srv *dispatch.Server) error {
+				return early.Handle(srv, func(ctx context.Context, args *Args, out dispatch.Sender[int]) error {
+					if fail {
+						return &dispatch.Error{Code: dispatch.CodeFailedPrecondition, Message: "typed: not now"}
+					}
+					return nil
+				})
+			})
+			s, err := early.Open(t.Context(), e.client, Args{})
+			if fail {
+				assert.Nil(t, s)
+				assert.Equal(t, dispatch.CodeFailedPrecondition, codeOf(err), "%v", err)
+				continue
+			}
+			require.NoError(t, err)
+			got, err := collect(s.Recv())
+			require.NoError(t, err)
+			assert.Empty(t, got)
+		}
 
 		missing := dispatch.NewServerStreamMethod[Args, int]("Typed.Missing")
 		s, err = missing.Open(t.Context(), e.client, Args{})
@@ -168,7 +234,7 @@ func TestTypedServerStreamOpen(t *testing.T) {
 		assert.Equal(t, dispatch.CodeInvalidArgument, codeOf(err), "%v", err)
 		assert.ErrorContains(t, err, "not a streaming method")
 
-		ctx, cancel := context.WithCancel(t.Context())
+		ctx, cancel = context.WithCancel(t.Context())
 		cancel()
 		s, err = typedCount.Open(ctx, e.client, Args{1, 1})
 		assert.Nil(t, s)
@@ -283,10 +349,48 @@ func TestTypedBidiStream(t *testing.T) {
 }
 
 // TestTypedStreamEstablished: a bidirectional or client stream's
-// Established returns nil once the server has taken the stream, before
-// any message, and the server's refusal otherwise, on every path.
+// Established returns nil once the handler is ready — it called Ready,
+// before any message, or sent its first message — and the server's
+// refusal, or the error of a handler that failed before it was ready,
+// otherwise, on every path.
 func TestTypedStreamEstablished(t *testing.T) {
 	streamPaths(t, func(t *testing.T, e typedEnv) {
+		// A handler that reads before it sends, without Ready: ready at
+		// its first message.
+		unready := dispatch.NewBidiStreamMethod[string, string]("Typed.EchoUnready")
+		e.register(t, func(srv *dispatch.Server) error {
+			return unready.Handle(srv, func(ctx context.Context, s *dispatch.ServerStream[string, string]) error {
+				for m, err := range s.Recv() {
+					if err != nil {
+						return err
+					}
+					if *m == "fail" {
+						return &dispatch.Error{Code: dispatch.CodeAborted, Message: "typed: failed before ready"}
+					}
+					if err := s.Send(m); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+		us, err := unready.Open(t.Context(), e.client)
+		require.NoError(t, err)
+		established := make(chan error, 1)
+		go func() { established <- us.Established() }()
+		quiet(t, established, "established before the handler was ready")
+		require.NoError(t, us.Send(new("x")))
+		require.NoError(t, recv(t, established, waitLong, "Established, once the handler sent"))
+		require.NoError(t, us.Close())
+
+		us, err = unready.Open(t.Context(), e.client)
+		require.NoError(t, err)
+		require.NoError(t, us.Send(new("fail")))
+		err = us.Established()
+		assert.Equal(t, dispatch.CodeAborted, codeOf(err), "%v", err)
+		_, recvErr := collect(us.Recv())
+		assert.Equal(t, err, recvErr, "Recv yields the handler's error Established returned")
+
 		s, err := typedEcho.Open(t.Context(), e.client)
 		require.NoError(t, err)
 		require.NoError(t, s.Established())
@@ -311,7 +415,7 @@ func TestTypedStreamEstablished(t *testing.T) {
 		require.NoError(t, err) // OpenStream does not wait
 		err = missing.Established()
 		assert.Equal(t, dispatch.CodeNotFound, codeOf(err), "%v", err)
-		_, recvErr := collect(missing.Recv())
+		_, recvErr = collect(missing.Recv())
 		assert.Equal(t, err, recvErr, "Recv yields the refusal Established returned")
 
 		unary, err := dispatch.NewClientStreamMethod[int, Reply](typedFill.Name()).Open(t.Context(), e.client)
@@ -346,9 +450,11 @@ func slowServer(t *testing.T, l transport.Listener, opened chan<- string, take <
 	}
 }
 
-// TestTypedStreamWaitsForServer: on the network, Established and a server
-// stream's Open wait for the server to take the stream, not less — the
-// caller's first message goes before — and give up when ctx ends.
+// TestTypedStreamWaitsForServer: on the network, against a server of an
+// earlier release — whose first window carries no Ready, and which sends
+// no ready frame — Established and a server stream's Open wait for the
+// server to take the stream, not less — the caller's first message goes
+// before — and give up when ctx ends.
 func TestTypedStreamWaitsForServer(t *testing.T) {
 	for _, how := range []string{"Established", "Open", "ctx ends"} {
 		t.Run(how, func(t *testing.T) {
@@ -410,6 +516,8 @@ func (s *sliceSender) Send(m *int) error {
 	*s = append(*s, *m)
 	return nil
 }
+
+func (s *sliceSender) Ready() {}
 
 // TestTypedHandlerAlone: a server-streaming handler, a plain function of
 // its request and a Sender, runs without a Server.

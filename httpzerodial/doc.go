@@ -93,7 +93,12 @@
 // method's (a unary call of a streaming method, a stream of a unary one)
 // is refused with the code of dispatch's shape rule, invalid_argument, in
 // words that say how to make the call over HTTP; a gRPC request does not
-// say its shape, and connect-go answers it.
+// say its shape, and connect-go answers it. The response headers of a
+// stream say its handler is ready, as dispatch's Established does: they go
+// when the handler calls Ready (alone, before any message), sends its
+// first message, or returns. So a caller whose wait ends with the headers
+// — connect-go's CallServerStream and ResponseHeader, a gRPC stub's
+// Header — has the guarantee dispatch's Open gives.
 //
 // A server stream is followed from a shell with the command-line client
 // (cmd/zerodial), each message printed as a line of JSON:

@@ -96,3 +96,4 @@ type refusedStream struct{}
 
 func (refusedStream) Receive(any) error { return errShape }
 func (refusedStream) Send(any) error    { return errShape }
+func (refusedStream) Ready()            {}

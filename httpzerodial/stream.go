@@ -41,7 +41,9 @@ func (h *Handler) serverStream(name string) func(context.Context, *connect.Reque
 
 // streamEnd is a connect-go stream as the Server's end of it
 // (dispatch.IncomingStream): each message decoded into the method's types
-// and encoded from them in the stream's codec.
+// and encoded from them in the stream's codec; the handler's readiness is
+// the response headers, which connect-go sends with the first message, or
+// alone when the handler says it is ready first (Ready).
 type streamEnd struct {
 	codec   string
 	receive func() (*message, error)
@@ -58,6 +60,11 @@ func (s *streamEnd) Receive(v any) error {
 	}
 	return decode(s.codec, m.data, v, false) // a stream's messages are not strict (dispatch.WithStrictDecoding)
 }
+
+// Ready sends the response headers, with no message (connect-go's Send of
+// nil), so that the caller learns the handler is ready: a client's
+// ResponseHeader returns. A failure shows in the next Send.
+func (s *streamEnd) Ready() { _ = s.send(nil) }
 
 func (s *streamEnd) Send(v any) error {
 	body, err := encode(s.codec, v)

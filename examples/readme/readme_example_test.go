@@ -448,7 +448,7 @@ func Example_typed() {
 	n, err := Multiply.Call(ctx, c, Args{6, 7}) // n is an int
 	fmt.Println(n, err)
 
-	s, err := Watch.Open(ctx, c, Quote{Symbol: "ZD"}) // returns once the server has taken the stream
+	s, err := Watch.Open(ctx, c, Quote{Symbol: "ZD"}) // returns once the handler is ready
 	if err != nil {
 		log.Fatal(err)
 	}

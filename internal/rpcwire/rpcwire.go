@@ -18,7 +18,8 @@ import (
 // ServiceMethod and Seq, plus Error and optionally ErrorCode and
 // ErrorDetails when the call failed; a Cancel message carries Seq and Cancel. The frames of a stream
 // carry Seq and Stream, whose value says which frame it is (StreamOpen,
-// StreamMsg, StreamEnd, StreamWindow), and a window frame carries Window.
+// StreamMsg, StreamEnd, StreamWindow, StreamReady), and a window frame
+// carries Window.
 const (
 	// ServiceMethod names the method called, as "Service.Method".
 	ServiceMethod = "Service-Method"
@@ -48,6 +49,10 @@ const (
 	// receiver's whole window in the first one a receiver sends (and in
 	// the open frame), the bytes it has consumed in every later one.
 	Window = "Window"
+	// Ready, on an open frame, says the caller takes a ready frame; on the
+	// server's first window frame, that one will come (or the end first).
+	// Its value is ReadyYes.
+	Ready = "Ready"
 	// Drain marks a frame with no Seq: from the server, the notice that it
 	// is shutting down (every new call would be refused); from the
 	// caller, the acknowledgement that it will send no new call.
@@ -66,7 +71,14 @@ const (
 	StreamEnd = "end"
 	// StreamWindow grants credit (Window), either way.
 	StreamWindow = "window"
+	// StreamReady says the handler is ready (server to caller): it has
+	// said so, or is about to send its first message. Sent only to a
+	// caller whose open frame carried Ready.
+	StreamReady = "ready"
 )
+
+// ReadyYes is the value of the Ready header.
+const ReadyYes = "1"
 
 // MaxWindow bounds a Window value, so that credit fits an int on every
 // platform with room to add to it.
