@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"strings"
@@ -24,7 +25,15 @@ const (
 	exitInterrupted = 130
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	// net/http's client logs through the log package what it cannot
+	// report as an error — "Unsolicited response received on idle HTTP
+	// channel" when a URL names a port that speaks zerodial's wire, whose
+	// listener greets first. The command says what went wrong in its own
+	// words, on one line; nothing else of it logs.
+	log.SetOutput(io.Discard)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // usage is printed for a command line that names no command.
 const usage = `usage:
