@@ -14,6 +14,7 @@ import (
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/rpcwire"
 	"github.com/zerodial/transport/internal/signal"
+	"github.com/zerodial/transport/internal/sweep"
 )
 
 // clientConn is one socket's worth of calls: a writer shared by the callers
@@ -69,6 +70,9 @@ type clientConn struct {
 	role   readRole
 	waiter transport.FrameWaiter
 	rmsg   transport.Message
+	// quiet is the quiet sweep that gives the reading back (readRole):
+	// its Client's, shared by the connections it makes.
+	quiet *sweep.Group
 }
 
 // drain records the server's Drain notice and acknowledges it. The flag is
@@ -104,8 +108,9 @@ var abandoned = new(pending)
 
 var pendings = sync.Pool{New: func() any { return &pending{done: make(chan struct{}, 1)} }}
 
-func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger) *clientConn {
+func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger, quiet *sweep.Group) *clientConn {
 	cc := &clientConn{
+		quiet:   quiet,
 		sock:    sock,
 		codec:   c,
 		ctype:   c.Name(),
