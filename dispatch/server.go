@@ -51,6 +51,9 @@ type Server struct {
 	hooksRun  []<-chan struct{} // then each started hook's, closed as it returns
 
 	workers workerPool // run connections' reading and shortcut handlers
+	// detached keeps the shortcut's detached calls done with, for the next
+	// (newDetached).
+	detached sync.Pool
 	// quiet is the quiet sweep of the Server's connections (server_inline.go,
 	// server_hold.go), ended when the Server stops.
 	quiet sweep.Group
