@@ -112,10 +112,12 @@ func TestSynctestUnary(t *testing.T) {
 }
 
 // TestSynctestHourLongHandler: a handler that sleeps an hour is answered
-// after exactly an hour of the bubble's time, on every in-process path.
+// after exactly an hour of the bubble's time, on every in-process path; the
+// three bubbles run at once, each in its own time.
 func TestSynctestHourLongHandler(t *testing.T) {
 	for _, p := range bubblePaths {
 		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				tr := memory.New()
 				_, addr := bubbleServer(t, tr)
