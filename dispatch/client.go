@@ -11,6 +11,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/signal"
+	"github.com/zerodial/transport/internal/sweep"
 )
 
 // Client calls the methods of one address. It is safe for concurrent use:
@@ -45,6 +46,10 @@ type Client struct {
 	// set is the replicas of a Client made with WithResolver, each a
 	// Client of one address; nil for a Client of one address.
 	set *replicaSet
+	// quiet is the quiet sweep of the connections the Client makes, its
+	// replicas' included, ended by Close; nil for a replica's Client,
+	// whose connections are its set's Client's to sweep.
+	quiet *sweep.Group
 	// methods remembers the methods the shortcut found, by the length of
 	// their names, to skip the router's map on a repeated call. Methods are
 	// never unregistered, so an entry stays right while its Server does.
@@ -95,12 +100,17 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 	}
 	d := &transportDialer{tr: tr, codec: o.codec, log: o.logger}
 	if o.replicas.resolver != nil {
-		return dialReplicas(ctx, d, addr, o)
+		c, err := dialReplicas(ctx, d, addr, o)
+		if c != nil {
+			c.quiet = &d.quiet
+		}
+		return c, err
 	}
 	if err := targetError("Dial", addr); err != nil {
 		return nil, err
 	}
 	c := newAddrClient(d, addr, o, nil)
+	c.quiet = &d.quiet
 	if o.shortcut != ShortcutOff && shortcuts.lookup(c.key, c.wire) != nil {
 		return c, nil
 	}
@@ -144,7 +154,8 @@ func NewClient(sock transport.Socket, opts ...ClientOption) (*Client, error) {
 	o.shortcut = ShortcutOff
 	c := &Client{addr: sock.RemoteAddr().String(), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
 		netPath: pathOfWire(transport.Wire{}, sock), remote: sock.RemoteAddr()}
-	c.conn = newClientConn(sock, o.codec, o.logger)
+	c.quiet = new(sweep.Group)
+	c.conn = newClientConn(sock, o.codec, o.logger, c.quiet)
 	return c, nil
 }
 
@@ -256,6 +267,9 @@ func (c *Client) Close() error {
 	c.watching.cancelAll()
 	if conn != nil {
 		conn.close()
+	}
+	if c.quiet != nil {
+		c.quiet.End()
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/rpcwire"
 	"github.com/zerodial/transport/internal/signal"
+	"github.com/zerodial/transport/internal/sweep"
 )
 
 // clientConn is one socket's worth of calls: a writer shared by the callers
@@ -69,6 +70,15 @@ type clientConn struct {
 	role   readRole
 	waiter transport.FrameWaiter
 	rmsg   transport.Message
+	// quiet is the quiet sweep that gives the reading back (readRole):
+	// its Client's, shared by the connections it makes.
+	quiet *sweep.Group
+
+	// pendings keeps the pending calls done with, for the next calls. The
+	// connection's own rather than the process's: a pending's channel is
+	// then made by the connection's users, inside the testing/synctest
+	// bubble the connection was made in, and never waited on in another.
+	pendings sync.Pool
 }
 
 // drain records the server's Drain notice and acknowledges it. The flag is
@@ -88,7 +98,8 @@ func (cc *clientConn) drain() {
 	}()
 }
 
-// pending is a call waiting for its reply. Pooled: a call costs no channel.
+// pending is a call waiting for its reply. Pooled by its connection
+// (clientConn.pendings): a call costs no channel.
 type pending struct {
 	name    string
 	reply   any
@@ -102,10 +113,9 @@ type pending struct {
 // call.
 var abandoned = new(pending)
 
-var pendings = sync.Pool{New: func() any { return &pending{done: make(chan struct{}, 1)} }}
-
-func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger) *clientConn {
+func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger, quiet *sweep.Group) *clientConn {
 	cc := &clientConn{
+		quiet:   quiet,
 		sock:    sock,
 		codec:   c,
 		ctype:   c.Name(),
@@ -160,12 +170,12 @@ func (cc *clientConn) fail(err error) {
 }
 
 func (cc *clientConn) call(ctx context.Context, name string, args, reply any) error {
-	p := pendings.Get().(*pending)
+	p := cc.newPending()
 	p.name, p.reply, p.err, p.capture = name, reply, nil, capturesOf(ctx)
 	cc.mu.Lock()
 	if err := cc.ended.Err(); err != nil {
 		cc.mu.Unlock()
-		release(p)
+		cc.release(p)
 		return err
 	}
 	seq := cc.takeSeq()
@@ -178,11 +188,11 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 			if err == errShuttingDown && p.capture != nil {
 				p.capture.deliver(nil) // as the server's refusal would
 			}
-			release(p)
+			cc.release(p)
 			return err
 		}
 		<-p.done // the connection failed meanwhile and answered p
-		release(p)
+		cc.release(p)
 		if ctx.Err() != nil {
 			return ctxError(ctx)
 		}
@@ -206,14 +216,14 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 				if ctx.Err() != context.DeadlineExceeded {
 					cc.sendCancel(seq)
 				}
-				release(p)
+				cc.release(p)
 				return ctxError(ctx)
 			}
 			<-p.done // the reply is being delivered; take it
 		}
 	}
 	err := p.err
-	release(p)
+	cc.release(p)
 	return err
 }
 
@@ -231,9 +241,19 @@ func (cc *clientConn) takeSeq() uint64 {
 	return seq
 }
 
-func release(p *pending) {
+// newPending returns a pending call to fill in, reused if the connection
+// has one.
+func (cc *clientConn) newPending() *pending {
+	if p, _ := cc.pendings.Get().(*pending); p != nil {
+		return p
+	}
+	return &pending{done: make(chan struct{}, 1)}
+}
+
+// release gives p back to its connection, for a later call.
+func (cc *clientConn) release(p *pending) {
 	p.reply, p.err, p.capture = nil, nil, nil
-	pendings.Put(p)
+	cc.pendings.Put(p)
 }
 
 // remove takes seq's call out of the pending calls, reporting whether it was

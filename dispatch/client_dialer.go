@@ -6,6 +6,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/sweep"
 )
 
 // connDialer makes the connections of a Client of one address, in one
@@ -36,6 +37,9 @@ type transportDialer struct {
 	tr    transport.Transport
 	codec codec.Codec
 	log   *slog.Logger
+	// quiet is the quiet sweep of the connections it makes: one for a
+	// Client and its replicas, begun and ended by them (internal/sweep).
+	quiet sweep.Group
 }
 
 func (d *transportDialer) dial(ctx context.Context, addr string) (callConn, error) {
@@ -43,7 +47,7 @@ func (d *transportDialer) dial(ctx context.Context, addr string) (callConn, erro
 	if err != nil {
 		return nil, err
 	}
-	return newClientConn(sock, d.codec, d.log), nil
+	return newClientConn(sock, d.codec, d.log, &d.quiet), nil
 }
 
 func (d *transportDialer) String() string { return d.tr.String() }

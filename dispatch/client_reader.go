@@ -66,7 +66,7 @@ func (cc *clientConn) haltReading() {
 	r.halted = true
 	r.cond.Broadcast()
 	r.mu.Unlock()
-	sweep.Remove(cc)
+	cc.quiet.Remove(cc)
 }
 
 // idle reports whether nothing waits on the connection's reader: no call
@@ -90,7 +90,7 @@ func (cc *clientConn) parkWatcher() {
 	}
 	r.mu.Unlock()
 	if add {
-		sweep.Add(cc)
+		cc.sweepQuiet()
 	}
 }
 
@@ -137,7 +137,24 @@ func (cc *clientConn) releaseRead() {
 	}
 	r.mu.Unlock()
 	if add {
-		sweep.Add(cc)
+		cc.sweepQuiet()
+	}
+}
+
+// sweepQuiet has the quiet sweep watch cc, which has just been left with
+// no reader. It is added outside r.mu (the sweep visits cc under its own
+// lock, and takes r.mu), so a halt may have removed it just before: it
+// takes itself out again then, since a sweep left holding a connection
+// that has ended would tick on for nothing — and in a testing/synctest
+// bubble, whose time stops when its function returns, never end.
+func (cc *clientConn) sweepQuiet() {
+	cc.quiet.Add(cc)
+	r := &cc.role
+	r.mu.Lock()
+	halted := r.halted
+	r.mu.Unlock()
+	if halted {
+		cc.quiet.Remove(cc)
 	}
 }
 

@@ -69,6 +69,21 @@
 // first message, or its return), on every path: what the handler set up
 // before is in place.
 //
+// # Tests in a synctest bubble
+//
+// The in-process paths — memory, shortcut copy and shortcut direct — work
+// inside a testing/synctest bubble: calls and streams, deadlines, the idle
+// and reply timeouts, Shutdown and Close, and a Client of replicas served in
+// the process (ejection and readmission, the retry budget, WithReplicaCheck)
+// all run in the bubble's fake time, each duration exact. A Server and a
+// Client made in a bubble start nothing that outlives them once closed, and
+// share nothing with another bubble that a goroutine waits on: the quiet
+// sweep is theirs, pooled values that hold a channel are kept per
+// connection and per Server, and a Client of replicas measures its times
+// from its own start. Make both inside the bubble and close both before it
+// ends. tcp and mux cannot: a wait on a real socket is not durably
+// blocking, so the bubble's clock does not move while a call waits on one.
+//
 // # Registration
 //
 // Methods (Register, RegisterName, Handle, HandleStream) may be registered

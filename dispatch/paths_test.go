@@ -30,6 +30,15 @@ func (c *countingTransport) Wire() transport.Wire {
 	return transport.Wire{}
 }
 
+// AddrSpace passes on the wrapped transport's address space, as a wrapper
+// should: a memory transport's listeners are found in it.
+func (c *countingTransport) AddrSpace() any {
+	if as, ok := c.Transport.(transport.AddrSpacer); ok {
+		return as.AddrSpace()
+	}
+	return nil
+}
+
 func (c *countingTransport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
 	c.dials.Add(1)
 	return c.Transport.Dial(ctx, addr)

@@ -58,8 +58,12 @@ func wireOf(v any) transport.Wire {
 }
 
 // shortcuts is the process-local registry, package state since the point
-// is to find a Server of this process by address alone. The other piece of
-// process-wide state beside pools, the quiet sweep, is internal/sweep's.
+// is to find a Server of this process by address alone. It is the only
+// process-wide state beside pools of buffers, which hold no channel: the
+// quiet sweep is each Client's and each Server's (internal/sweep), and the
+// pooled values that hold one are each connection's (pending) and each
+// Server's (detachedCall), so that nothing made in one testing/synctest
+// bubble is waited on in another.
 var shortcuts registry
 
 // lookup returns the live entry at k that a client speaking w reaches.

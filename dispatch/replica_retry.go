@@ -15,7 +15,7 @@ func (s *replicaSet) try(ctx context.Context, idempotent bool, attempt func(r *r
 	tried := triedBuf[:0]
 	var last error
 	for {
-		begun := monoNow()
+		begun := s.clock.now()
 		r := s.pick(tried, begun)
 		if r == nil {
 			if last == nil {
@@ -101,7 +101,7 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 
 func (s *replicaSet) succeeded(r *replica, begun int64) {
 	s.budget.succeeded()
-	if r.health.succeeded(begun) {
+	if r.health.succeeded(&s.clock, begun) {
 		s.log().Info("dispatch: replica readmitted: a call succeeded after its ejection", "target", s.target, "replica", r.addr)
 	}
 }
@@ -112,7 +112,7 @@ func (s *replicaSet) failed(r *replica, begun int64, atOnce bool, err error) {
 			w.Refresh() // the set may have changed
 		}
 	}
-	if out := r.health.failed(begun, atOnce, s.opts.ejectAfter, s.opts.ejectFor, err); out > 0 {
+	if out := r.health.failed(&s.clock, begun, atOnce, s.opts.ejectAfter, s.opts.ejectFor, err); out > 0 {
 		s.log().Info("dispatch: replica ejected", "target", s.target, "replica", r.addr, "for", out, "err", err)
 	}
 }

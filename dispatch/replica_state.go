@@ -46,14 +46,14 @@ func (c *Client) Replicas() []ReplicaState {
 		return nil
 	}
 	list := *c.set.list.Load()
-	now := monoNow()
+	now := c.set.clock.now()
 	out := make([]ReplicaState, 0, len(list))
 	for _, r := range list {
 		h := r.health.state()
 		st := ReplicaState{Addr: r.addr, In: r.usable(now), InFlight: r.inflight.Load(), Failures: h.fails,
 			LastFailure: h.last, Ejections: h.ejected, Local: r.isLocal()}
 		if h.out > now {
-			st.Until, st.Why = monoTime(h.out), h.why
+			st.Until, st.Why = c.set.clock.wall(h.out), h.why
 		} else if p := r.checkErr.Load(); r.unfit.Load() && p != nil {
 			st.Why = *p
 		}

@@ -24,6 +24,7 @@ type replicaSet struct {
 	watch  resolver.Watch
 	budget retryBudget
 	rr     atomic.Uint64
+	clock  monoClock // the time of the replicas' health
 
 	list atomic.Pointer[[]*replica] // the current replicas, replaced whole
 
@@ -53,7 +54,7 @@ func dialReplicas(ctx context.Context, d connDialer, target string, o clientOpti
 	sub := o
 	sub.interceptors, sub.streamInterceptors = nil, nil
 	sub.replicas = replicaOptions{}
-	s := &replicaSet{dialer: d, target: target, opts: o.replicas, sub: sub}
+	s := &replicaSet{dialer: d, target: target, opts: o.replicas, sub: sub, clock: newMonoClock()}
 	s.budget.init(o.replicas.budget)
 	s.list.Store(&[]*replica{})
 	c := newAddrClient(d, target, o, s)
@@ -168,7 +169,7 @@ func (r *replica) end() {
 	}
 }
 
-// usable reports whether r may be chosen at now (monoNow).
+// usable reports whether r may be chosen at now (monoClock.now).
 func (r *replica) usable(now int64) bool {
 	return !r.unfit.Load() && now >= r.health.out.Load()
 }
@@ -181,7 +182,7 @@ func (r *replica) isLocal() bool {
 }
 
 // pick chooses the replica of the next attempt of a call, none of tried,
-// at now (monoNow). nil means there is none left to try.
+// at now (monoClock.now). nil means there is none left to try.
 func (s *replicaSet) pick(tried []*replica, now int64) *replica {
 	list := *s.list.Load()
 	// A local replica at its limit is skipped while others are usable:

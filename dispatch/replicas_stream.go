@@ -50,7 +50,7 @@ func (s *replicaSet) fastStream(ctx context.Context, name string, in, out reflec
 	if s.opts.localLimit == 0 {
 		return false
 	}
-	r := s.pick(nil, monoNow())
+	r := s.pick(nil, s.clock.now())
 	if r == nil || !r.isLocal() {
 		return false
 	}

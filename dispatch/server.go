@@ -12,6 +12,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/connwatch"
 	"github.com/zerodial/transport/internal/signal"
+	"github.com/zerodial/transport/internal/sweep"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -50,6 +51,12 @@ type Server struct {
 	hooksRun  []<-chan struct{} // then each started hook's, closed as it returns
 
 	workers workerPool // run connections' reading and shortcut handlers
+	// detached keeps the shortcut's detached calls done with, for the next
+	// (newDetached).
+	detached sync.Pool
+	// quiet is the quiet sweep of the Server's connections (server_inline.go,
+	// server_hold.go), ended when the Server stops.
+	quiet sweep.Group
 }
 
 // NewServer returns a Server with no methods. Invalid options are reported,
@@ -299,6 +306,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// Calls still running end with their handlers; idle workers end now.
 		s.workers.stop()
 	}
+	s.quiet.End()
 	// A hook registered while Shutdown waits (by another hook, say) starts
 	// at once: wait until a look at the hooks finds none that is new.
 	for waited := 0; err == nil; {
@@ -389,6 +397,7 @@ func (s *Server) Close() error {
 	s.closeConns()
 	s.serving.Wait()
 	s.workers.stop()
+	s.quiet.End()
 	return nil
 }
 

@@ -274,6 +274,7 @@ func (c *serverConn) teardown() {
 		c.idle.Stop()
 	}
 	c.srv.untrack(c)
+	c.srv.quiet.Remove(c)
 	c.done.Set(nil)
 }
 

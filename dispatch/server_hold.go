@@ -65,7 +65,7 @@ func (c *serverConn) holdReply() bool {
 	}
 	c.hold.hold(time.Now().UnixNano())
 	if c.swept.CompareAndSwap(false, true) {
-		sweep.Add(c)
+		c.srv.quiet.Add(c)
 	}
 	return true
 }

@@ -35,7 +35,7 @@ func (c *serverConn) runInline(call *serverCall) bool {
 	c.inline.Store(start)
 	call.inline = true
 	if c.swept.CompareAndSwap(false, true) {
-		sweep.Add(c)
+		c.srv.quiet.Add(c)
 	}
 	c.srv.serveIncoming(call, call.name)
 	return c.inline.CompareAndSwap(start, 0)

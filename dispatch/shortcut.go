@@ -193,7 +193,7 @@ func (c *Client) runHandler(ctx context.Context, ent *entry, m *method, path Pat
 		return e, md, true
 	}
 	srv := ent.srv
-	d := detachedCalls.Get().(*detachedCall)
+	d := newDetached(srv)
 	hctx, hsc := c.handlerCtx(ctx, ent, m, path)
 	d.srv, d.m, d.ctx, d.sctx, d.a, d.r = srv, m, hctx, hsc, a, r
 	srv.work(d)

@@ -3,13 +3,13 @@ package dispatch
 import (
 	"context"
 	"runtime"
-	"sync"
 	"sync/atomic"
 )
 
 // detachedCall is a shortcut call whose handler runs on a Server worker
 // while the caller waits, so that the caller can stop waiting when its
-// context ends (Client.runHandler). Pooled: a call costs no channel.
+// context ends (Client.runHandler). Pooled by its Server (Server.detached):
+// a call costs no channel.
 type detachedCall struct {
 	srv  *Server
 	m    *method
@@ -38,7 +38,16 @@ const (
 	detachedAbandoned
 )
 
-var detachedCalls = sync.Pool{New: func() any { return &detachedCall{done: make(chan struct{}, 1)} }}
+// newDetached returns a detachedCall of srv's to fill in, reused if srv has
+// one. The Server's own rather than the process's: a call's channel is
+// then made inside the testing/synctest bubble the Server was made in, and
+// never waited on in another.
+func newDetached(srv *Server) *detachedCall {
+	if d, _ := srv.detached.Get().(*detachedCall); d != nil {
+		return d
+	}
+	return &detachedCall{done: make(chan struct{}, 1)}
+}
 
 // run is the worker's part: the handler, then the answer to the caller,
 // or, if the caller has gone, the clean-up.
@@ -134,6 +143,7 @@ func (d *detachedCall) abandon() bool {
 }
 
 func (d *detachedCall) release() {
+	srv := d.srv
 	*d = detachedCall{done: d.done}
-	detachedCalls.Put(d)
+	srv.detached.Put(d)
 }

@@ -10,6 +10,8 @@ import (
 	"net/rpc"
 	"net/rpc/jsonrpc"
 	"strings"
+	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zerodial/transport"
@@ -463,4 +465,45 @@ func Example_typed() {
 	// 42 <nil>
 	// ZD 101
 	// ZD 102
+}
+
+// TestDeadlineInABubble: a test of an hour-long handler and a 5 s deadline
+// that runs in no time, in a testing/synctest bubble, over memory.
+func TestDeadlineInABubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := memory.New() // memory, or the shortcut (WithShortcut): no real socket
+		srv := dispatch.NewServer()
+		err := dispatch.Handle(srv, "Clock.Sleep", func(ctx context.Context, d *time.Duration, _ *struct{}) error {
+			select {
+			case <-time.After(*d): // the bubble's time
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := tr.Listen("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(l); err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close() // everything the bubble started ends before it does
+		c, err := dispatch.Dial(t.Context(), tr, l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		err = c.Call(ctx, "Clock.Sleep", time.Hour, new(struct{}))
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 5*time.Second {
+			t.Fatalf("after %v: %v; want a deadline exceeded after exactly 5s", time.Since(start), err)
+		}
+	})
 }

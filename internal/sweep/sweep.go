@@ -1,16 +1,25 @@
-// Package sweep is the quiet sweep: one goroutine for the whole process,
-// ticking every QuietAfter while it has items, that visits each item on
-// every tick until the item says it is done with.
+// Package sweep is the quiet sweep: one goroutine per Group, ticking every
+// QuietAfter while the Group has items, that visits each item on every
+// tick until the item says it is done with.
 //
 // dispatch uses it for what must happen once a connection has been quiet
 // for QuietAfter: a client connection that has had no reader for that
 // long is given one back, to see what the server sends unasked (a Drain
 // notice, the end of the connection), and a server connection whose call
 // has run that long on the goroutine that read it has the reading handed
-// on. One ticker for all of them, rather than a timer per connection set
-// and stopped on every call: an item costs nothing while it is not added,
-// and adding costs a lock only when the item is not held already (the
-// items keep that flag themselves).
+// on. One ticker for all the connections of a Client, and one for those
+// of a Server, rather than a timer per connection set and stopped on every
+// call: an item costs nothing while it is not added, and adding costs a
+// lock only when the item is not held already (the items keep that flag
+// themselves).
+//
+// A Group, not one sweep for the process, so that a sweep belongs to the
+// owner whose connections it watches: inside a testing/synctest bubble,
+// the goroutine and its ticker are the bubble's (they are started by the
+// bubble's own Client or Server), tick in the bubble's time, watch nothing
+// of another bubble's, and are gone once their owner has closed — a sweep
+// for the whole process would be started by whichever bubble came first,
+// and outlive it.
 package sweep
 
 import (
@@ -29,53 +38,96 @@ const QuietAfter = time.Millisecond
 // or Remove.
 type Item interface{ Sweep(now int64) bool }
 
-// The sweep's state: it ticks only while it has items to watch.
-var (
+// Group is one sweep: the items of one owner, and the goroutine that
+// ticks while there are any. The zero Group is ready to use; it must not
+// be copied after first use.
+type Group struct {
 	mu      sync.Mutex
-	items   = make(map[Item]struct{})
+	items   map[Item]struct{}
 	running bool // the goroutine is ticking
-)
+	ended   bool // End was called: nothing is watched again
+	// wake tells the goroutine that the items have gone, so that it
+	// returns at once rather than at its next tick: a bubble's time stops
+	// when its test's function returns, and the goroutine must not wait
+	// for a tick then. Made by the Add that starts the goroutine.
+	wake chan struct{}
+}
 
 // Add watches s from the next tick on, starting the sweep's goroutine if
-// it has stopped. Adding an item already watched changes nothing.
-func Add(s Item) {
-	mu.Lock()
-	items[s] = struct{}{}
-	if !running {
-		running = true
-		go run()
+// it has stopped. Adding an item already watched changes nothing; after
+// End, Add does nothing.
+func (g *Group) Add(s Item) {
+	g.mu.Lock()
+	if g.ended {
+		g.mu.Unlock()
+		return
 	}
-	mu.Unlock()
+	if g.items == nil {
+		g.items = make(map[Item]struct{})
+	}
+	g.items[s] = struct{}{}
+	if !g.running {
+		g.running = true
+		g.wake = make(chan struct{}, 1)
+		go g.run(g.wake)
+	}
+	g.mu.Unlock()
 }
 
 // Remove stops watching s, which is not visited again once Remove has
 // returned.
-func Remove(s Item) {
-	mu.Lock()
-	delete(items, s)
-	mu.Unlock()
+func (g *Group) Remove(s Item) {
+	g.mu.Lock()
+	delete(g.items, s)
+	g.stopIfEmpty()
+	g.mu.Unlock()
+}
+
+// End stops watching every item, for good: the owner has closed. The
+// goroutine returns without waiting for a tick.
+func (g *Group) End() {
+	g.mu.Lock()
+	g.ended = true
+	clear(g.items)
+	g.stopIfEmpty()
+	g.mu.Unlock()
+}
+
+// stopIfEmpty wakes the goroutine to return when there is nothing left to
+// watch; with g.mu held.
+func (g *Group) stopIfEmpty() {
+	if g.running && len(g.items) == 0 {
+		select {
+		case g.wake <- struct{}{}:
+		default: // woken already
+		}
+	}
 }
 
 // run ticks while there are items, and returns once there are none.
-func run() {
+func (g *Group) run(wake chan struct{}) {
 	t := time.NewTicker(QuietAfter)
 	defer t.Stop()
 	for {
-		mu.Lock()
-		if len(items) == 0 {
-			running = false
-			mu.Unlock()
+		g.mu.Lock()
+		if len(g.items) == 0 {
+			g.running = false
+			g.mu.Unlock()
 			return
 		}
-		mu.Unlock()
-		<-t.C
+		g.mu.Unlock()
+		select {
+		case <-t.C:
+		case <-wake:
+			continue
+		}
 		now := time.Now().UnixNano()
-		mu.Lock()
-		for s := range items {
+		g.mu.Lock()
+		for s := range g.items {
 			if s.Sweep(now) {
-				delete(items, s)
+				delete(g.items, s)
 			}
 		}
-		mu.Unlock()
+		g.mu.Unlock()
 	}
 }

@@ -1,8 +1,10 @@
 package sweep_test
 
 import (
+	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -54,12 +56,13 @@ func (it *item) wait(t *testing.T) {
 // the sweep is done with it, and not after; with no items left the
 // sweep's goroutine ends (goleak), and a new item starts it again.
 func TestSweepVisitsUntilDone(t *testing.T) {
+	var g sweep.Group
 	for round := range 2 {
 		before := time.Now().UnixNano()
 		a, b := newItem(3), newItem(5)
-		sweep.Add(a)
-		sweep.Add(b)
-		sweep.Add(a) // already watched: still one visit a tick
+		g.Add(a)
+		g.Add(b)
+		g.Add(a) // already watched: still one visit a tick
 		a.wait(t)
 		b.wait(t)
 		after := time.Now().UnixNano()
@@ -82,8 +85,9 @@ func TestSweepVisitsUntilDone(t *testing.T) {
 // A removed item is not visited once Remove has returned, and the sweep
 // stops with nothing left.
 func TestSweepRemove(t *testing.T) {
+	var g sweep.Group
 	it := newItem(1 << 30) // never done
-	sweep.Add(it)
+	g.Add(it)
 	deadline := time.Now().Add(waitLong)
 	for len(it.seen()) == 0 {
 		if time.Now().After(deadline) {
@@ -91,11 +95,62 @@ func TestSweepRemove(t *testing.T) {
 		}
 		time.Sleep(sweep.QuietAfter)
 	}
-	sweep.Remove(it)
+	g.Remove(it)
 	n := len(it.seen())
 	time.Sleep(20 * sweep.QuietAfter)
 	if m := len(it.seen()); m != n {
 		t.Fatalf("visited %d times after Remove", m-n)
 	}
 	goleak.VerifyNone(t)
+}
+
+// Inside a testing/synctest bubble a Group ticks in the bubble's time:
+// an item is visited every QuietAfter exactly, from the Add on. Bubbles
+// that run at once each have their own sweep, which ticks in their own
+// time and ends with them.
+func TestSweepInBubble(t *testing.T) {
+	for _, name := range []string{"one", "two", "three"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				var g sweep.Group
+				start := time.Now().UnixNano()
+				it := newItem(3)
+				g.Add(it)
+				<-it.done
+				synctest.Wait() // the sweep's goroutine has returned
+				want := []int64{start + int64(sweep.QuietAfter), start + 2*int64(sweep.QuietAfter), start + 3*int64(sweep.QuietAfter)}
+				if got := it.seen(); !slices.Equal(got, want) {
+					t.Fatalf("visited at %v, want %v", got, want)
+				}
+			})
+		})
+	}
+}
+
+// Removing the last item, or ending the Group, ends its goroutine at once,
+// with no tick to wait for: the bubble's time stops when its function
+// returns, and a goroutine left waiting for a tick then is a deadlock. A
+// Group ended watches nothing again.
+func TestSweepEndsWithoutTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g sweep.Group
+		it := newItem(1 << 30)
+		g.Add(it)
+		time.Sleep(sweep.QuietAfter / 2)
+		g.Remove(it)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		var g sweep.Group
+		a, b := newItem(1<<30), newItem(1<<30)
+		g.Add(a)
+		g.Add(b)
+		time.Sleep(5 * sweep.QuietAfter / 2)
+		g.End()
+		g.Add(a)
+		time.Sleep(5 * sweep.QuietAfter)
+		if n := len(a.seen()); n != 2 {
+			t.Fatalf("visited %d times, want 2 (before End, none after)", n)
+		}
+	})
 }
