@@ -452,7 +452,7 @@ func TestConformanceConn(t *testing.T) {
 		return &ownedSocket{Socket: s, owner: sl}, nil
 	}
 	transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
-		return conntest.Transport{Name: "mux.NewClientConn", Client: client, Server: server}, "127.0.0.1:0"
+		return &conntest.Transport{Name: "mux.NewClientConn", Client: client, Server: server}, "127.0.0.1:0"
 	})
 }
 
