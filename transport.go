@@ -135,6 +135,14 @@ type Listener interface {
 }
 
 // Transport makes Sockets by dialling and Listeners by listening.
+//
+// Close is part of the interface, not an ability found by a type assertion
+// (as FrameLimiter is): every transport holds something for what it dialled
+// (mux its sessions and their goroutines, tcp and memory their sockets), so
+// whoever holds a Transport, from an option or from mux.Back, can release
+// it, and a wrapper that forgot to pass Close on would not compile rather
+// than leak. A Transport that holds nothing still says, by failing Dial
+// after Close, that it is done.
 type Transport interface {
 	// Dial connects to addr. It returns when the connection is ready, when it
 	// fails (an error matching ErrConnectionRefused when nobody listens on
@@ -145,6 +153,13 @@ type Transport interface {
 	Listen(addr string) (Listener, error)
 	// String names the transport ("memory", "tcp", "mux").
 	String() string
+	// Close closes every Socket this Transport dialled that is still open:
+	// their Send and Recv fail with an error matching ErrClosed, and their
+	// peers see the connection end, as if each had been closed. Dial fails
+	// with an error matching ErrClosed afterwards. Listeners are not
+	// affected: they, and the Sockets they accepted, serve on until closed
+	// on their own. Close is idempotent and leaves no goroutine behind.
+	Close() error
 }
 
 // FrameLimiter is implemented by transports, and by their listeners, that

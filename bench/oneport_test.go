@@ -152,9 +152,7 @@ func TestOnePortMsgpack(t *testing.T) {
 				l.Close()
 				fb.Close()
 				serving.Wait()
-				if c, ok := dialTr.(interface{ Close() error }); ok {
-					c.Close()
-				}
+				dialTr.Close()
 			}()
 			addr := l.Addr().String()
 

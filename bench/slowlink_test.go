@@ -94,9 +94,7 @@ var slowLinkImpls = []struct {
 // client.
 func slowLinkDial(tb testing.TB, link *slowLink, server, client transport.Transport) callFunc {
 	for _, t := range []transport.Transport{server, client} {
-		if c, ok := t.(io.Closer); ok {
-			tb.Cleanup(func() { c.Close() })
-		}
+		tb.Cleanup(func() { t.Close() })
 	}
 	addr := serveZerodial(tb, server, "127.0.0.1:0", registerReflect)
 	return dialZerodial(tb, client, link.to(tb, addr))()

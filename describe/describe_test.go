@@ -33,9 +33,7 @@ func served(t *testing.T, srv *dispatch.Server, tr transport.Transport, addr str
 	t.Cleanup(func() {
 		c.Close()
 		srv.Close()
-		if cl, ok := tr.(interface{ Close() error }); ok {
-			cl.Close()
-		}
+		tr.Close()
 	})
 	return c
 }

@@ -106,9 +106,7 @@ func startOnePort(t *testing.T, k onePortKind, cfg, clientCfg *tls.Config, hands
 		hs.Close()
 		fb.Close()
 		wg.Wait()
-		if c, ok := dial.(io.Closer); ok {
-			c.Close()
-		}
+		dial.Close()
 	})
 	return &onePort{addr: l.Addr().String(), fb: fb, dial: dial}
 }

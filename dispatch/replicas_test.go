@@ -507,13 +507,6 @@ func TestReplicasLocalFirst(t *testing.T) {
 	assert.Equal(t, 10, seen["replica-0"]+seen["replica-2"])
 }
 
-// closeTransport closes tr if it holds anything to close (mux does).
-func closeTransport(tr transport.Transport) {
-	if c, ok := tr.(io.Closer); ok {
-		c.Close()
-	}
-}
-
 // loopback gives replica i an address of its own on loopback.
 func loopback(i int) string { return fmt.Sprintf("127.0.0.%d:0", i+2) }
 
@@ -606,7 +599,7 @@ func TestReplicaOutageIsOneEjection(t *testing.T) {
 			t.Run(fmt.Sprint(how, "-", n), func(t *testing.T) {
 				t.Parallel()
 				tr := transports[how[:3]]()
-				defer closeTransport(tr)
+				defer tr.Close()
 				f := newFleet(t, tr, 2, loopback)
 				r := &pushResolver{first: f.addrs}
 				c, err := dispatch.Dial(t.Context(), tr, "svc", dispatch.WithResolver(r))
@@ -760,7 +753,7 @@ func (r *refusals) Dial(ctx context.Context, addr string) (transport.Socket, err
 func TestReplicaDeathUnderLoadLosesNoCall(t *testing.T) {
 	for name, tr := range map[string]transport.Transport{"mux": mux.New(), "tcp": tcp.New()} {
 		t.Run(name, func(t *testing.T) {
-			defer closeTransport(tr)
+			defer tr.Close()
 			f := newFleet(t, tr, 3, loopback)
 			c := f.dial(t, dispatch.WithIdempotent("Who.Am"))
 			stop := load(t, c, 64)

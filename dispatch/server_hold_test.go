@@ -34,7 +34,7 @@ func (c writeCounter) Write(p []byte) (int, error) {
 // returns a socket dialled to it and the count.
 func heldServer(t *testing.T, release <-chan struct{}) (transport.Socket, *atomic.Int64) {
 	var writes atomic.Int64
-	tr := conntest.Transport{
+	tr := &conntest.Transport{
 		Name:   "tcp, server writes counted",
 		Client: func(ctx context.Context, c net.Conn) (transport.Socket, error) { return tcp.NewSocket(ctx, c) },
 		Server: func(ctx context.Context, c net.Conn) (transport.Socket, error) {

@@ -121,7 +121,7 @@ func TestStreamInboxCountsUnwritten(t *testing.T) {
 		tc.SetWriteBuffer(4096)
 		return tcp.NewSocket(ctx, c)
 	}
-	tr := conntest.Transport{Name: "tcp small buffers", Client: small, Server: small}
+	tr := &conntest.Transport{Name: "tcp small buffers", Client: small, Server: small}
 	srv := dispatch.NewServer(dispatch.WithMaxBytesPerConn(budget), dispatch.WithStreamWindow(256<<10),
 		dispatch.WithReplyTimeout(time.Minute))
 	flooded := make(chan struct{})

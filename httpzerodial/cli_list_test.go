@@ -26,9 +26,7 @@ func TestCLIListEveryPath(t *testing.T) {
 		require.NoError(t, srv.Start(l))
 		t.Cleanup(func() {
 			srv.Close()
-			if c, ok := tr.(interface{ Close() error }); ok {
-				c.Close()
-			}
+			tr.Close()
 		})
 		return l.Addr().String()
 	}

@@ -7,6 +7,9 @@
 //
 // Each Transport made by New is an address space of its own: two Transports
 // never see each other's listeners, and there is no package-level state.
+// Transport.Close closes the sockets the Transport dialled and fails its
+// later Dials with transport.ErrClosed, as tcp's and mux's do; its
+// listeners serve on, though only its own Dial, now over, could reach them.
 //
 // New takes this package's options, of type Option: WithMaxFrameSize and
 // WithLogger, named as the tcp and mux packages name theirs. There is no

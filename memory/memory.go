@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/dialled"
 	"github.com/zerodial/transport/internal/options"
 )
 
@@ -47,6 +48,9 @@ type Transport struct {
 	mu        sync.Mutex
 	listeners map[Addr]*listener
 	nextID    uint64
+
+	// dialled holds the open sockets Dial made, which Close closes.
+	dialled dialled.Set
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -112,7 +116,8 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 
 // Dial connects to the listener at addr. It fails at once with an error
 // matching transport.ErrConnectionRefused when nobody listens there, and
-// waits for room in the listener's backlog no longer than ctx allows.
+// waits for room in the listener's backlog no longer than ctx allows, and
+// no longer than the Transport stays open (Close).
 func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
 	if t.err != nil {
 		return nil, t.err
@@ -131,11 +136,19 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 		return nil, refused(addr)
 	}
 	client, server := pair(Addr("mem-client:"+strconv.FormatUint(id, 10)), l.addr, t.opts.MaxFrameSize)
+	client.dialledBy = &t.dialled
+	if !t.dialled.Add(client) {
+		return nil, dialClosed(addr)
+	}
 	select {
 	case l.backlog <- server:
 	case <-l.done:
+		client.Close()
 		return nil, refused(addr)
+	case <-client.done: // the Transport's Close
+		return nil, dialClosed(addr)
 	case <-ctx.Done():
+		client.Close()
 		return nil, ctx.Err()
 	}
 	// A Close racing with the send above may have drained the backlog
@@ -146,7 +159,30 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 		return nil, refused(addr)
 	default:
 	}
+	if client.closed.Load() {
+		// The Transport's Close came as server was queued: its
+		// acceptor sees the connection end, as a tcp listener's would.
+		return nil, dialClosed(addr)
+	}
 	return client, nil
+}
+
+func dialClosed(addr string) error {
+	return fmt.Errorf("memory: dial %s: %w", addr, transport.ErrClosed)
+}
+
+// Close closes every socket this Transport dialled that is still open:
+// their Send and Recv fail with transport.ErrClosed, and their peers see
+// the connection end (Recv returns io.EOF once it has what was sent). Dial
+// fails with transport.ErrClosed afterwards, a Dial waiting for room in a
+// backlog included. Listeners are not affected, nor the sockets they
+// accepted: close them on their own. Close is idempotent.
+//
+// A memory Transport starts no goroutine, so one that is dropped without
+// Close leaks nothing; Close says it is done.
+func (t *Transport) Close() error {
+	t.dialled.Close()
+	return nil
 }
 
 func refused(addr string) error {

@@ -2,8 +2,11 @@ package memory_test
 
 import (
 	"context"
+	"io"
 	"syscall"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,4 +87,44 @@ func TestInvalidOptions(t *testing.T) {
 	_, err = tr.Dial(context.Background(), "svc")
 	assert.EqualError(t, err, want)
 	assert.Equal(t, transport.DefaultMaxFrameSize, tr.MaxFrameSize(), "a refused size is not applied")
+}
+
+// TestCloseEndsDialWaitingForBacklog: a Dial waiting for room in a full
+// backlog fails with transport.ErrClosed when its Transport closes, where
+// it waited for its context; the sockets waiting in the backlog see their
+// connection end once accepted. In a synctest bubble, so that the Dial is
+// known to wait before Close.
+func TestCloseEndsDialWaitingForBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := memory.New()
+		l, err := tr.Listen("")
+		require.NoError(t, err)
+		defer l.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		for range 128 { // the backlog's room
+			_, err := tr.Dial(ctx, l.Addr().String())
+			require.NoError(t, err)
+		}
+		dialled := make(chan error, 1)
+		go func() {
+			_, err := tr.Dial(ctx, l.Addr().String())
+			dialled <- err
+		}()
+		synctest.Wait() // the Dial waits for room
+		require.NoError(t, tr.Close())
+		synctest.Wait()
+		select {
+		case err := <-dialled:
+			assert.ErrorIs(t, err, transport.ErrClosed)
+		default:
+			t.Fatal("a Dial waiting for the backlog outlived the Transport's Close")
+		}
+		s, err := l.Accept()
+		require.NoError(t, err, "the listener serves on")
+		defer s.Close()
+		assert.ErrorIs(t, s.Recv(&transport.Message{}), io.EOF)
+		cancel()
+		synctest.Wait()
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/dialled"
 	"github.com/zerodial/transport/internal/frame"
 	"github.com/zerodial/transport/internal/spare"
 )
@@ -47,6 +48,9 @@ type socket struct {
 	// spare keeps the copy of the last message received, once delivered,
 	// for this end's next Send (recycle).
 	spare spare.Slot[message]
+	// dialledBy is the set of the Transport that dialled this end, which
+	// Close leaves; nil for an accepted end.
+	dialledBy *dialled.Set
 }
 
 // pair makes the two connected ends of a new connection.
@@ -286,6 +290,9 @@ func (s *socket) Close() error {
 		close(s.done)
 		wakeUp(s.in)      // our own blocked Recv
 		wakeUp(s.peer.in) // the peer's blocked Recv, which now sees EOF
+		if s.dialledBy != nil {
+			s.dialledBy.Remove(s)
+		}
 	})
 	return nil
 }

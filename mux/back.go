@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/dialled"
 )
 
 // Back returns a Transport that opens streams the other way on l's
@@ -40,6 +41,9 @@ import (
 // streams on it, so that the calls in flight can finish theirs. Back's
 // Listen fails, since it only dials; its String is "mux"; it reports no
 // transport.Wire, so dispatch's in-process shortcut never stands in for it.
+// Its Close closes the streams it opened that are still open, and its Dial
+// fails with transport.ErrClosed afterwards; the sessions are l's, and
+// serve on.
 func Back(l transport.Listener) (transport.Transport, error) {
 	switch l := l.(type) {
 	case *listener:
@@ -52,7 +56,8 @@ func Back(l transport.Listener) (transport.Transport, error) {
 
 // backTransport is the Transport Back returns.
 type backTransport struct {
-	l *listener
+	l       *listener
+	dialled dialled.Set // the open streams Dial made: Close closes them
 }
 
 var (
@@ -77,6 +82,9 @@ func (b *backTransport) Dial(ctx context.Context, addr string) (transport.Socket
 	if err := ctx.Err(); err != nil {
 		return nil, backErr(addr, err)
 	}
+	if b.dialled.Closed() {
+		return nil, backErr(addr, transport.ErrClosed)
+	}
 	ss, err := b.l.reserveBack(addr)
 	if err != nil {
 		return nil, err
@@ -85,7 +93,33 @@ func (b *backTransport) Dial(ctx context.Context, addr string) (transport.Socket
 	if err != nil {
 		return nil, backErr(addr, err)
 	}
-	return newSocket(c, b.l.cfg.Common), nil
+	s := &backSocket{socket: newSocket(c, b.l.cfg.Common), set: &b.dialled}
+	if !b.dialled.Add(s) {
+		s.socket.Close()
+		return nil, backErr(addr, transport.ErrClosed)
+	}
+	return s, nil
+}
+
+// Close closes the streams Dial opened that are still open; Dial fails
+// with transport.ErrClosed afterwards. The sessions are the listener's,
+// and serve on. Close is idempotent.
+func (b *backTransport) Close() error {
+	b.dialled.Close()
+	return nil
+}
+
+// backSocket is a stream Back's Dial opened, which its Close closes
+// unless it was closed first.
+type backSocket struct {
+	*socket
+	set *dialled.Set // its Transport's
+}
+
+// Close closes the stream and lets its Transport forget it.
+func (s *backSocket) Close() error {
+	s.set.Remove(s)
+	return s.socket.Close()
 }
 
 func backErr(addr string, err error) error {

@@ -263,6 +263,33 @@ func TestBackTransport(t *testing.T) {
 	require.ErrorContains(t, err, "not a Listener of package mux")
 }
 
+// TestBackTransportClose: the Close of Back's Transport (it had none)
+// closes the streams it opened, whose Send and Recv fail with
+// transport.ErrClosed and whose peers see the stream end, and fails its
+// later Dials with transport.ErrClosed; the session is the listener's,
+// and carries the dialling end's streams on.
+func TestBackTransportClose(t *testing.T) {
+	backSetups(t, func(t *testing.T, s backSetup) {
+		in := s.incoming()
+		b := s.dialBack(t)
+		a := acceptSock(t, in)
+		exchangeBoth(t, b, a, "called back")
+		peerErr := make(chan error, 1)
+		go func() { peerErr <- a.Recv(&transport.Message{}) }()
+
+		require.NoError(t, s.back.Close())
+		assert.ErrorIs(t, b.Recv(&transport.Message{}), transport.ErrClosed)
+		assert.ErrorIs(t, b.Send(&transport.Message{Body: []byte("x")}), transport.ErrClosed)
+		assert.Error(t, await(t, peerErr, 20*time.Second, "the peer's Recv after Back's Close"))
+		_, err := s.back.Dial(t.Context(), s.remote)
+		assert.ErrorIs(t, err, transport.ErrClosed)
+		assert.NoError(t, s.back.Close(), "Close again")
+
+		c := s.dial()
+		exchangeBoth(t, c, acceptSock(t, s.l), "the session serves on")
+	})
+}
+
 // TestRetiredSessionKeepsBackStreams: a dialler's session retired (its
 // listener closed and turned a new stream away) stays open while a stream
 // opened back on it is, since closing it would end that stream, and closes

@@ -122,7 +122,8 @@ func errClientConnClosed(peer string) error {
 }
 
 // Close closes the session and its connection. Its streams, on both ends,
-// fail: here with ErrSessionClosed, and so do the peer's Send and Recv, or
+// fail: here with an error matching transport.ErrClosed and
+// ErrSessionClosed, and the peer's Send and Recv with ErrSessionClosed, or
 // the peer's Recv sees io.EOF once it has read what was sent, as for a
 // Transport's session. Dial fails with transport.ErrClosed afterwards.
 // Close waits for the goroutines of the ClientConn to end.

@@ -252,11 +252,15 @@ func TestClientConnClose(t *testing.T) {
 	go func() { recvd <- s2.Recv(&transport.Message{}) }()
 
 	require.NoError(t, cc.Close())
-	assert.ErrorIs(t, c1.Recv(&transport.Message{}), ErrSessionClosed)
-	assert.ErrorIs(t, c2.Send(&transport.Message{Body: []byte("x")}), ErrSessionClosed)
+	err := c1.Recv(&transport.Message{})
+	assert.ErrorIs(t, err, ErrSessionClosed)
+	assert.ErrorIs(t, err, transport.ErrClosed, "closed on this end")
+	err = c2.Send(&transport.Message{Body: []byte("x")})
+	assert.ErrorIs(t, err, ErrSessionClosed)
+	assert.ErrorIs(t, err, transport.ErrClosed, "closed on this end")
 	assertSessionGone(t, await(t, recvd, time.Second, "blocked Recv"), "server stream, blocked")
 	assertSessionGone(t, s1.Recv(&transport.Message{}), "server stream")
-	_, err := cc.Dial(t.Context())
+	_, err = cc.Dial(t.Context())
 	assert.ErrorIs(t, err, transport.ErrClosed)
 	assert.NoError(t, cc.Close(), "Close twice")
 
@@ -452,7 +456,7 @@ func TestConformanceConn(t *testing.T) {
 		return &ownedSocket{Socket: s, owner: sl}, nil
 	}
 	transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
-		return conntest.Transport{Name: "mux.NewClientConn", Client: client, Server: server}, "127.0.0.1:0"
+		return &conntest.Transport{Name: "mux.NewClientConn", Client: client, Server: server}, "127.0.0.1:0"
 	})
 }
 

@@ -36,10 +36,14 @@
 // failed) is dropped, so the next Dial reconnects. A stream of a dead
 // session fails Send and Recv with ErrSessionClosed rather than io.EOF, at
 // once, however many streams the session had (data received before is
-// still read first). Transport.Close closes every session it dialled. A
-// closed session, its streams included, is freed at once rather than kept
-// for the stream close timeout (WithStreamCloseTimeout), unless its
-// connection ended in the middle of a yamux frame.
+// still read first). Transport.Close closes every session it dialled, and
+// their streams then fail with an error matching transport.ErrClosed as
+// well, as a tcp socket's does once tcp's Transport is closed; a stream
+// the peer's listener had not yet accepted is dropped there (yamux cannot
+// acknowledge it once its session has ended). A closed session, its
+// streams included, is freed at once rather than kept for the stream close
+// timeout (WithStreamCloseTimeout), unless its connection ended in the
+// middle of a yamux frame.
 //
 // A session holds at most DefaultStreamLimit (4096) open streams unless
 // WithStreamLimit says otherwise: past it, Dial waits for a stream of the

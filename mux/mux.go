@@ -162,10 +162,21 @@ func dialCtxErr(addr string, err error) error {
 }
 
 // Close closes every session this Transport dialled, and with them their
-// streams, whose Send and Recv then fail with ErrSessionClosed, and closes
-// the Listener Incoming returns. Dial fails with transport.ErrClosed
-// afterwards. Listeners are not affected: close them on their own. Close
-// waits for the Transport's goroutines to end, so that none outlives it.
+// streams (transport.Transport), whose Send and Recv then fail with an
+// error matching transport.ErrClosed, as a tcp socket's does, and
+// ErrSessionClosed; their peers see the connection end at once. It closes
+// the Listener Incoming returns, and the streams the peers opened that it
+// handed out. Dial fails with transport.ErrClosed afterwards. Listeners
+// are not affected, nor the streams they accepted: close them on their
+// own. Close waits for the Transport's goroutines to end, so that none
+// outlives it.
+//
+// A stream Dial opened that the peer's listener had not yet taken from
+// its session when the session ended is never accepted there: yamux
+// drops the streams still waiting for AcceptStream when a session ends
+// (it cannot acknowledge them any more), and with them what was sent on
+// them. tcp's listener, and memory's, still hand out such a connection,
+// with what was sent, and then its end.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	if t.closed {
@@ -189,7 +200,7 @@ func (t *Transport) Close() error {
 		in.Close()
 	}
 	for _, cs := range all {
-		cs.close()
+		cs.closeHere()
 	}
 	t.wg.Wait()
 	return nil

@@ -332,6 +332,15 @@ func (cs *clientSession) close() {
 	cs.sess.Close()
 }
 
+// closeHere closes the session for Transport.Close: its streams' Send and
+// Recv then fail with an error matching transport.ErrClosed as well as
+// ErrSessionClosed (sessionClosedHere), unless the session had died
+// already.
+func (cs *clientSession) closeHere() {
+	cs.tr.markDead(errClosedHere)
+	cs.sess.Close()
+}
+
 // retire takes cs out of use for new streams and closes it once its
 // streams are closed.
 func (t *Transport) retire(cs *clientSession) {

@@ -218,7 +218,9 @@ func TestStreamLimit(t *testing.T) {
 }
 
 // TestTransportClose: Close ends every dialled session; their streams fail
-// with ErrSessionClosed, and Dial fails with ErrClosed.
+// with an error matching transport.ErrClosed, as a tcp socket's does after
+// tcp's Transport.Close, and ErrSessionClosed (before, ErrSessionClosed
+// alone), and Dial fails with ErrClosed.
 func TestTransportClose(t *testing.T) {
 	srv := newTransport(t)
 	l := listen(t, srv)
@@ -232,8 +234,10 @@ func TestTransportClose(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	require.NoError(t, tr.Close())
 	err := await(t, recvErr, time.Second, "Recv after Transport.Close")
+	assert.ErrorIs(t, err, transport.ErrClosed)
 	assert.ErrorIs(t, err, ErrSessionClosed)
-	assert.NotErrorIs(t, err, transport.ErrClosed, "the socket itself was not closed")
+	assert.ErrorContains(t, err, "mux: session closed: its Transport was closed")
+	assert.ErrorIs(t, s.Send(&transport.Message{Body: []byte("after")}), transport.ErrClosed)
 
 	_, err = tr.Dial(t.Context(), l.Addr().String())
 	assert.ErrorIs(t, err, transport.ErrClosed)

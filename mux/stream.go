@@ -22,6 +22,10 @@ import (
 // session ended under it: the connection was lost, keepalive failed, or the
 // Transport or Listener was closed. Unlike io.EOF it means the peer did not
 // close the stream; redial to continue. It matches io.ErrUnexpectedEOF.
+// When this end closed the session — Transport.Close, ClientConn.Close —
+// the stream's error matches transport.ErrClosed too, as a tcp socket's
+// does once its Transport is closed, and says so ("mux: session closed:
+// its Transport was closed").
 // When an error of the connection ended the session — a reset, a TLS alert,
 // the peer hanging up — the stream's error matches ErrSessionClosed, says
 // why ("mux: session closed: read tcp ...: connection reset by peer") and
@@ -54,10 +58,30 @@ func (e *sessionLost) Is(target error) bool {
 // Unwrap returns the cause.
 func (e *sessionLost) Unwrap() error { return e.cause }
 
+// errClosedHere is the cause a session is marked dead with when this end
+// closes it on purpose (clientSession.closeHere): Transport.Close.
+var errClosedHere = errors.New("mux: closed here")
+
+// sessionClosedHere is the error of a stream whose session this end
+// closed (errClosedHere). It matches ErrSessionClosed, and so
+// io.ErrUnexpectedEOF, and transport.ErrClosed, which it unwraps to: the
+// stream is closed here, as a tcp socket is by tcp's Transport.Close.
+type sessionClosedHere struct{}
+
+func (sessionClosedHere) Error() string { return "mux: session closed: its Transport was closed" }
+
+func (sessionClosedHere) Is(target error) bool {
+	return target == ErrSessionClosed || target == io.ErrUnexpectedEOF
+}
+
+func (sessionClosedHere) Unwrap() error { return transport.ErrClosed }
+
 // sessionClosed returns the error of a stream whose session ended because
 // of cause, nil for a session closed.
 func sessionClosed(cause error) error {
 	switch {
+	case cause == errClosedHere:
+		return sessionClosedHere{}
 	case cause == nil, errors.Is(cause, net.ErrClosed):
 		// Closed, here: the read that failed was on a connection this
 		// end closed, which says nothing more.

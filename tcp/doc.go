@@ -26,6 +26,10 @@
 // a message costs one write system call. Many goroutines may Send on one
 // socket; frames never interleave.
 //
+// Transport.Close closes the sockets the Transport dialled, which then
+// fail with transport.ErrClosed, and fails its later Dials with it, as
+// memory's and mux's do; its listeners serve on.
+//
 // New and NewSocket take this package's options, of type Option:
 // WithMaxFrameSize, WithTLS and WithLogger (the mux and memory packages
 // have options of the same names, which do not compile here),

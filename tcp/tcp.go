@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/dialled"
 	"github.com/zerodial/transport/internal/netconn"
 	"github.com/zerodial/transport/internal/options"
 	"github.com/zerodial/transport/internal/preface"
@@ -25,9 +26,7 @@ type Transport struct {
 	// timeout.
 	setup netconn.Setup
 
-	mu      sync.Mutex
-	closed  bool
-	dialled map[*dialledSocket]struct{} // open sockets Dial made: Close closes them
+	dialled dialled.Set // the open sockets Dial made: Close closes them
 }
 
 var (
@@ -72,10 +71,7 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 	if t.err != nil {
 		return nil, t.err
 	}
-	t.mu.Lock()
-	closed := t.closed
-	t.mu.Unlock()
-	if closed {
+	if t.dialled.Closed() {
 		return nil, dialClosed(addr)
 	}
 	var d net.Dialer
@@ -87,41 +83,25 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 	if err != nil {
 		return nil, err
 	}
-	s := &dialledSocket{socket: newSocket(c, peer, t.opts), t: t}
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
+	s := &dialledSocket{socket: newSocket(c, peer, t.opts), set: &t.dialled}
+	if !t.dialled.Add(s) {
 		s.socket.Close()
 		return nil, dialClosed(addr)
 	}
-	if t.dialled == nil {
-		t.dialled = make(map[*dialledSocket]struct{})
-	}
-	t.dialled[s] = struct{}{}
-	t.mu.Unlock()
 	return s, nil
 }
 
 func dialClosed(addr string) error { return fmt.Errorf("tcp: dial %s: %w", addr, transport.ErrClosed) }
 
 // Close closes every socket this Transport dialled that is still open, as
-// mux's Transport closes its sessions: their Send and Recv then fail with
+// mux's Transport closes its sessions and memory's its sockets
+// (transport.Transport): their Send and Recv then fail with
 // transport.ErrClosed, and their peers see the connection end. Dial fails
-// with transport.ErrClosed afterwards. Listeners are not affected: close
-// them on their own. Close is idempotent, and leaves no goroutine behind.
+// with transport.ErrClosed afterwards. Listeners are not affected, nor the
+// sockets they accepted: close them on their own. Close is idempotent, and
+// leaves no goroutine behind.
 func (t *Transport) Close() error {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil
-	}
-	t.closed = true
-	open := t.dialled
-	t.dialled = nil
-	t.mu.Unlock()
-	for s := range open {
-		s.socket.Close()
-	}
+	t.dialled.Close()
 	return nil
 }
 
@@ -129,14 +109,12 @@ func (t *Transport) Close() error {
 // unless it was closed first.
 type dialledSocket struct {
 	*socket
-	t *Transport
+	set *dialled.Set // its Transport's
 }
 
 // Close closes the socket and lets its Transport forget it.
 func (s *dialledSocket) Close() error {
-	s.t.mu.Lock()
-	delete(s.t.dialled, s)
-	s.t.mu.Unlock()
+	s.set.Remove(s)
 	return s.socket.Close()
 }
 

@@ -9,6 +9,9 @@
 //		})
 //	}
 //
-// Each case runs on a fresh Transport and fails if it leaves a goroutine
-// behind, so cases do not run in parallel.
+// Each case runs on a fresh Transport, which Run closes when the case
+// ends, and fails if it leaves a goroutine behind, so cases do not run in
+// parallel. The Transport's Close is held to its contract too
+// (TransportClose): the sockets it dialled end, on both ends, and its
+// listeners serve on.
 package transporttest

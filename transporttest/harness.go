@@ -12,8 +12,9 @@ import (
 )
 
 // MakeTransport returns a fresh Transport for one case and the address to
-// listen on ("" or "127.0.0.1:0", say). Anything it starts must stop by the
-// end of the case, through t.Cleanup.
+// listen on ("" or "127.0.0.1:0", say). Run closes the Transport when the
+// case ends; anything else it starts must stop by then, through t.Cleanup.
+// A case may call it again for a second Transport (TransportClose does).
 type MakeTransport func(t *testing.T) (tr transport.Transport, listenAddr string)
 
 // Run runs every case of the suite against the transports mk makes.
@@ -24,7 +25,11 @@ func Run(t *testing.T, mk MakeTransport) {
 			opt := goleak.IgnoreCurrent()
 			t.Cleanup(func() { goleak.VerifyNone(t, opt) })
 			tr, addr := mk(t)
-			c.fn(t, &env{t: t, tr: tr, addr: addr})
+			// Registered before the case's own cleanups, so that it runs
+			// after they have closed its sockets and listeners, and
+			// before goroutines are counted.
+			t.Cleanup(func() { tr.Close() })
+			c.fn(t, &env{t: t, tr: tr, addr: addr, mk: mk})
 		})
 	}
 }
@@ -57,12 +62,14 @@ var cases = []testCase{
 	{"DialNoAccept", testDialNoAccept},
 	{"DialCanceled", testDialCanceled},
 	{"FrameTooLarge", testFrameTooLarge},
+	{"TransportClose", testTransportClose},
 }
 
 type env struct {
 	t    *testing.T
 	tr   transport.Transport
 	addr string
+	mk   MakeTransport // for a second Transport
 }
 
 // listen starts a listener that is closed when the case ends.

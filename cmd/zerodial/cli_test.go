@@ -145,9 +145,7 @@ func serve(t *testing.T, srv *dispatch.Server, tr transport.Transport) string {
 	require.NoError(t, srv.Start(l))
 	t.Cleanup(func() {
 		srv.Close()
-		if c, ok := tr.(interface{ Close() error }); ok {
-			c.Close()
-		}
+		tr.Close()
 	})
 	return l.Addr().String()
 }

@@ -17,13 +17,13 @@ import (
 // wireConn speaks the zerodial wire, over tcp or mux.
 type wireConn struct {
 	c  *dispatch.Client
-	tr closingTransport
+	tr transport.Transport
 	md dispatch.Metadata
 }
 
 // dialWire connects to o.addr over o.transport.
 func dialWire(ctx context.Context, o *options, cfg *tls.Config) (*wireConn, error) {
-	var tr closingTransport
+	var tr transport.Transport
 	if o.transport == "tcp" {
 		tr = tcp.New(tcp.WithTLS(cfg))
 	} else {
@@ -46,13 +46,6 @@ func dialWire(ctx context.Context, o *options, cfg *tls.Config) (*wireConn, erro
 		}
 	}
 	return w, nil
-}
-
-// closingTransport is what tcp's and mux's Transports are alike: a
-// Transport with Close.
-type closingTransport interface {
-	transport.Transport
-	Close() error
 }
 
 func (w *wireConn) ctx(ctx context.Context) context.Context {

@@ -11,6 +11,7 @@ import (
 	"net"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/dialled"
 	"github.com/zerodial/transport/internal/netconn"
 )
 
@@ -25,28 +26,52 @@ type Transport struct {
 	// close c. The Socket's Close must free everything made for it.
 	Client func(ctx context.Context, c net.Conn) (transport.Socket, error)
 	Server func(ctx context.Context, c net.Conn) (transport.Socket, error)
+
+	// dialled holds every Socket Dial made, for Close. They are not
+	// forgotten when they close, which a test's few allow: the Sockets
+	// are Client's own, with the abilities it gives them, not wrappers.
+	dialled dialled.Set
 }
 
 // String returns the Name.
-func (t Transport) String() string { return t.Name }
+func (t *Transport) String() string { return t.Name }
 
 // MaxFrameSize reports the default limit, which the Sockets keep, for the
 // suite's FrameTooLarge case.
-func (t Transport) MaxFrameSize() int { return transport.DefaultMaxFrameSize }
+func (t *Transport) MaxFrameSize() int { return transport.DefaultMaxFrameSize }
 
 // Dial connects to addr and sets the connection up with Client.
-func (t Transport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
+func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, error) {
+	if t.dialled.Closed() {
+		return nil, transport.ErrClosed
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		// The errors the contract asks of Dial: refused, or ctx's.
 		return nil, netconn.DialError(ctx, err)
 	}
-	return t.Client(ctx, c)
+	s, err := t.Client(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if !t.dialled.Add(s) {
+		s.Close()
+		return nil, transport.ErrClosed
+	}
+	return s, nil
+}
+
+// Close closes every Socket Dial made (closing one again does nothing, by
+// the Socket contract), and Dial fails with transport.ErrClosed
+// afterwards.
+func (t *Transport) Close() error {
+	t.dialled.Close()
+	return nil
 }
 
 // Listen binds addr; Accept sets each connection up with Server.
-func (t Transport) Listen(addr string) (transport.Listener, error) {
+func (t *Transport) Listen(addr string) (transport.Listener, error) {
 	nl, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

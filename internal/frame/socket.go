@@ -485,7 +485,13 @@ func (s *Socket) mapErr(op string, err error) error {
 	switch {
 	case errors.Is(err, transport.ErrFrameTooLarge), errors.Is(err, transport.ErrProtocol):
 		return err
-	case s.closed.Load() || errors.Is(err, net.ErrClosed):
+	case s.closed.Load():
+		return transport.ErrClosed
+	case errors.Is(err, transport.ErrClosed):
+		// The connection was closed under the socket by this end, and
+		// says why (mux's stream of a session its Transport closed).
+		return fmt.Errorf("%s: %w", op, err)
+	case errors.Is(err, net.ErrClosed):
 		return transport.ErrClosed
 	case isTimeout(err):
 		if IsMidFrame(err) {
