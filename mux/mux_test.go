@@ -42,11 +42,11 @@ func newTransport(t testing.TB, opts ...Option) *Transport {
 	return tr
 }
 
-// dial dials addr within five seconds; the socket is closed when the test
+// dial dials addr within waitLong; the socket is closed when the test
 // ends.
 func dial(t testing.TB, tr *Transport, addr string) transport.Socket {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	s, err := tr.Dial(ctx, addr)
 	require.NoError(t, err)
