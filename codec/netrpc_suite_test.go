@@ -206,7 +206,7 @@ func newSuiteServer(t *testing.T, l *Ledger) *rpc.Server {
 // test ends.
 func tcpSocketPair(t *testing.T, a, b net.Conn) (sa, sb transport.Socket) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	type result struct {
 		s   transport.Socket
@@ -278,7 +278,7 @@ func serveSuite(t *testing.T, srv *rpc.Server, csock, ssock transport.Socket) (*
 		client.Close()
 		select {
 		case <-served:
-		case <-time.After(5 * time.Second):
+		case <-time.After(20 * time.Second):
 			t.Error("ServeCodec did not return after the client closed")
 		}
 	})
@@ -487,7 +487,7 @@ func TestNetRPCServeRequest(t *testing.T) {
 		body = cc.ReadResponseBody(reply)
 		select {
 		case served = <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(20 * time.Second):
 			t.Fatal("ServeRequest did not return")
 		}
 		return served, resp, body
@@ -610,7 +610,7 @@ func TestNetRPCGoDone(t *testing.T) {
 	held := client.Go("Ledger.Hold", Operands{1, 1}, new(Total), make(chan *rpc.Call, 1))
 	select {
 	case <-l.entered:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("Hold did not start")
 	}
 
@@ -667,7 +667,7 @@ func TestNetRPCClosedClient(t *testing.T) {
 	assert.ErrorIs(t, csock.Send(&transport.Message{}), transport.ErrClosed)
 	select {
 	case <-served:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("ServeCodec did not return after the client closed")
 	}
 
@@ -686,7 +686,7 @@ func TestNetRPCServerDropsMidCall(t *testing.T) {
 	call := client.Go("Ledger.Hold", Operands{1, 2}, new(Total), nil)
 	select {
 	case <-l.entered:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("Hold did not start")
 	}
 
@@ -703,7 +703,7 @@ func TestNetRPCServerDropsMidCall(t *testing.T) {
 	close(l.release)
 	select {
 	case <-served:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("ServeCodec did not return")
 	}
 }
@@ -723,7 +723,7 @@ func TestNetRPCUnencodableReply(t *testing.T) {
 	assert.Equal(t, rpc.ErrShutdown, client.Call("Ledger.Sum", Operands{1, 2}, &total))
 	select {
 	case <-served:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("ServeCodec did not return")
 	}
 }
@@ -831,7 +831,7 @@ func TestNetRPCClientWriteErrors(t *testing.T) {
 			require.Error(t, err)
 			assert.NotErrorAs(t, err, new(rpc.ServerError))
 			assert.NotErrorIs(t, err, rpc.ErrShutdown)
-		case <-time.After(5 * time.Second):
+		case <-time.After(20 * time.Second):
 			t.Fatal("a call whose request cannot be written hangs")
 		}
 	}
@@ -903,7 +903,7 @@ func TestNetRPCOverLoopbackTCP(t *testing.T) {
 	assert.Equal(t, 21, c.Reply.(*Total).N)
 	select {
 	case <-served:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("ServeCodec did not return after the requests ended")
 	}
 }

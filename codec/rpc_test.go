@@ -71,7 +71,7 @@ func socketPair(t *testing.T) (client, server transport.Socket) {
 		assert.NoError(t, err)
 		accepted <- s
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	client, err = tr.Dial(ctx, l.Addr().String())
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func serve(t *testing.T, wrap func(transport.Socket) transport.Socket, clientOpt
 		client.Close()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(20 * time.Second):
 			t.Error("ServeCodec did not return after the client closed")
 		}
 	})

@@ -135,17 +135,19 @@ func TestCodecClientContextEnds(t *testing.T) {
 				{"canceled", false, context.Canceled},
 				{"deadline", true, context.DeadlineExceeded},
 			} {
-				ctx, cancel := context.WithCancel(t.Context())
+				var ctx context.Context
+				var cancel context.CancelFunc
 				if tc.timeout {
-					ctx, cancel = context.WithTimeout(t.Context(), waitShort)
+					e := newExpiring(t.Context())
+					ctx, cancel = e, e.expire
+				} else {
+					ctx, cancel = context.WithCancel(t.Context())
 				}
 				reply := new(int)
 				replies = append(replies, reply)
 				errc := callAsync(c, ctx, "Legacy.Block", Args{A: 11}, reply)
 				recv(t, s.svc.entered, waitLong, "the handler")
-				if !tc.timeout {
-					cancel()
-				}
+				cancel() // or the deadline passes
 				err := recv(t, errc, waitLong, "the call whose context ended")
 				var de *dispatch.Error
 				require.True(t, errors.As(err, &de), "%s: %v", tc.name, err)
@@ -173,6 +175,36 @@ func TestCodecClientContextEnds(t *testing.T) {
 			assert.Equal(t, 9, n)
 			assert.NotNil(t, recv(t, codec.bodies, waitLong, "the reply's body"))
 		})
+	}
+}
+
+// expiring is a context whose deadline passes when the test calls expire,
+// once the handler is blocked, rather than on the clock: with a 100 ms
+// timeout, a loaded machine could let it pass before the request was
+// written, or while it was (which cuts the connection), and the handler
+// was never entered.
+type expiring struct {
+	context.Context
+	deadline time.Time
+	done     chan struct{}
+	expire   func()
+}
+
+func newExpiring(parent context.Context) *expiring {
+	e := &expiring{Context: parent, deadline: time.Now().Add(time.Hour), done: make(chan struct{})}
+	e.expire = sync.OnceFunc(func() { close(e.done) })
+	return e
+}
+
+func (e *expiring) Deadline() (time.Time, bool) { return e.deadline, true }
+func (e *expiring) Done() <-chan struct{}       { return e.done }
+
+func (e *expiring) Err() error {
+	select {
+	case <-e.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }
 

@@ -429,15 +429,15 @@ func TestClientSlowDialBlocksNobodyElse(t *testing.T) {
 		if !errors.Is(err, dispatch.ErrShutdown) {
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 		}
-	case <-time.After(500 * time.Millisecond):
-		t.Error("bug: a caller with a 50ms deadline waited 500ms (and on) behind another caller's Dial")
+	case <-time.After(waitLong): // the Dial is held until the test lets it go
+		t.Errorf("bug: a caller with a 50ms deadline waited %v (and on) behind another caller's Dial", waitLong)
 	}
 	select {
 	case err := <-closed:
 		closeDone = true
 		assert.NoError(t, err)
-	case <-time.After(500 * time.Millisecond):
-		t.Error("bug: Close waited 500ms (and on) behind a Dial")
+	case <-time.After(waitLong):
+		t.Errorf("bug: Close waited %v (and on) behind a Dial", waitLong)
 	}
 
 	close(tr.release) // let the hung Dial go, and everything behind it
@@ -506,7 +506,9 @@ func TestClientSendRespectsContext(t *testing.T) {
 		}()
 	}
 	returned, hung := 0, 0
-	deadline := time.After(time.Second)
+	// The peer never reads: a call its context does not bound waits
+	// until the socket closes, after this.
+	deadline := time.After(waitLong)
 	for returned+hung < calls {
 		select {
 		case err := <-results:
@@ -516,7 +518,7 @@ func TestClientSendRespectsContext(t *testing.T) {
 			hung = calls - returned
 		}
 	}
-	assert.Zero(t, hung, "bug: %d of %d calls with a 100ms deadline were still blocked after 1s", hung, calls)
+	assert.Zero(t, hung, "bug: %d of %d calls with a 100ms deadline were still blocked after %v", hung, calls, waitLong)
 
 	stuck.Close() // fails the blocked Send, so every call returns
 	for range hung {

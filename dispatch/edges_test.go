@@ -289,7 +289,7 @@ func TestServerStopEndsShortcutCalls(t *testing.T) {
 				select {
 				case err := <-h.ended:
 					ended = "handler context ended: " + err.Error()
-				case <-time.After(3 * waitShort):
+				case <-time.After(waitLong):
 					ended = "handler context still live"
 					t.Error("bug: the handler's context was not cancelled")
 				}
@@ -318,7 +318,7 @@ func TestClientCloseEndsHandlerContext(t *testing.T) {
 		select {
 		case err := <-h.ended:
 			ended = "handler context ended: " + err.Error()
-		case <-time.After(3 * waitShort):
+		case <-time.After(waitLong):
 			ended = "handler context still live"
 			t.Error("bug: the handler's context outlived its caller's Client")
 		}
@@ -357,7 +357,7 @@ func TestHandlerContextEndsWhenCallReturns(t *testing.T) {
 		select {
 		case <-released:
 			return "released"
-		case <-time.After(3 * waitShort):
+		case <-time.After(waitLong):
 			stop() // release the AfterFunc, so nothing leaks from the test
 			t.Error("bug: what the handler tied to its context outlived the call")
 			return "still tied"

@@ -718,7 +718,7 @@ func TestReplicaEjectionDoubles(t *testing.T) {
 	stop := load(t, c, 2)
 	var second time.Time
 	for i := range 3 {
-		second = recv(t, tr.at, 10*d, "a refused dial")
+		second = recv(t, tr.at, waitLong, "a refused dial")
 		t.Logf("dial %d refused %v after the kill", i+1, second.Sub(killed).Round(time.Millisecond))
 	}
 	f.start(0, addr)

@@ -13,8 +13,9 @@ import (
 )
 
 // replyMDServer serves methods that set reply metadata, and an
-// interceptor that adds to it after the handler.
-func replyMDServer(t *testing.T) *dispatch.Server {
+// interceptor that adds to it after the handler. MD.Slow replies once its
+// context has ended and slowRelease is closed.
+func replyMDServer(t *testing.T, slowRelease <-chan struct{}) *dispatch.Server {
 	late := make(chan context.Context, 1)
 	srv := dispatch.NewServer(dispatch.WithInterceptors(func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
 		err := next(ctx, args, reply)
@@ -41,7 +42,7 @@ func replyMDServer(t *testing.T) *dispatch.Server {
 	require.NoError(t, dispatch.Handle(srv, "MD.Slow", func(ctx context.Context, _ *struct{}, reply *int) error {
 		_ = dispatch.SetReplyMetadata(ctx, dispatch.Metadata{"late": "yes"})
 		<-ctx.Done()
-		time.Sleep(100 * time.Millisecond) // the reply comes after the caller gave up
+		<-slowRelease // the reply comes after the caller gave up
 		return ctx.Err()
 	}, dispatch.Borrows()))
 	require.NoError(t, dispatch.Handle(srv, "MD.Late", func(ctx context.Context, _ *struct{}, reply *int) error {
@@ -67,7 +68,15 @@ func TestReplyMetadata(t *testing.T) {
 	for _, p := range pathNames {
 		t.Run(string(p), func(t *testing.T) {
 			var inner dispatch.Metadata
-			c, _ := dialPath(t, p, replyMDServer(t), dispatch.WithInterceptors(func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
+			slowRelease := make(chan struct{})
+			defer func() {
+				select {
+				case <-slowRelease:
+				default:
+					close(slowRelease)
+				}
+			}()
+			c, _ := dialPath(t, p, replyMDServer(t, slowRelease), dispatch.WithInterceptors(func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
 				return next(dispatch.CaptureReplyMetadata(ctx, &inner), args, reply)
 			}))
 			call := func(ctx context.Context, method string) (dispatch.Metadata, error) {
@@ -99,6 +108,10 @@ func TestReplyMetadata(t *testing.T) {
 			ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 			defer cancel()
 			md, err = call(ctx, "MD.Slow")
+			// The handler replies only now, after the call returned, where
+			// it slept 100 ms: a caller a loaded machine did not run that
+			// long could find the reply in.
+			close(slowRelease)
 			assert.ErrorIs(t, err, context.DeadlineExceeded)
 			assert.Equal(t, dispatch.Metadata{"stale": "x"}, md, "no reply arrived: the capture is untouched")
 

@@ -218,8 +218,11 @@ func TestServeConnIdle(t *testing.T) {
 			cs := serveConns(t, srv, nc.codec)
 			c := cs.dial(t, nc.client)
 			var n int
-			require.NoError(t, callWithin(c, "Arith.Multiply", Args{6, 7}, &n))
+			// Before the call: the server's last activity, the reply,
+			// comes after; taken after the call, on a loaded machine that
+			// ran the caller late, it was later than the reply by as much.
 			last := time.Now()
+			require.NoError(t, callWithin(c, "Arith.Multiply", Args{6, 7}, &n))
 			recv(t, cs.ended, waitLong, "the idle connection's end")
 			assert.GreaterOrEqual(t, time.Since(last), idle, "closed before the idle timeout")
 			err := callWithin(c, "Arith.Multiply", Args{6, 7}, &n)

@@ -251,9 +251,10 @@ func (r *recorder) take() []string {
 }
 
 // waitFor adds to got what is logged until an entry starting with prefix is
-// in it, or for two seconds.
+// in it, or for waitLong (two seconds, as it was, a loaded machine could
+// take to end an interceptor, and the outcomes compared differed).
 func (r *recorder) waitFor(got []string, prefix string) []string {
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(waitLong); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		got = append(got, r.take()...)
 		for _, s := range got {
 			if strings.HasPrefix(s, prefix) {

@@ -15,9 +15,11 @@ import (
 )
 
 // capture returns the first bytes a real client sends: client is run
-// against a loopback listener that reads what arrives within a short
-// while, then closes the connection (the client then fails, which is
-// client's to ignore).
+// against a loopback listener that reads until they are enough to
+// classify, PrefixLen of them, or the client stops, then closes the
+// connection (the client then fails, which is client's to ignore). It
+// waits for them up to waitLong: what arrived within 300 ms, as it was,
+// was nothing, or too little, when a loaded machine ran the client late.
 func capture(t *testing.T, client func(addr string)) []byte {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -33,8 +35,11 @@ func capture(t *testing.T, client func(addr string)) []byte {
 		defer c.Close()
 		var b bytes.Buffer
 		buf := make([]byte, 4096)
-		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		_ = c.SetReadDeadline(time.Now().Add(waitLong))
 		for b.Len() < PrefixLen {
+			if _, decided := Classify(b.Bytes()); decided {
+				break
+			}
 			n, err := c.Read(buf)
 			b.Write(buf[:n])
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +40,10 @@ func loopback(t *testing.T) (client, server net.Conn) {
 	return client, server
 }
 
+// waitLong bounds a wait for what must happen: generous, since the machine
+// may be loaded; only a failing test waits that long.
+const waitLong = 10 * time.Second
+
 // offered returns a server end whose client sent first, offered to l.
 func offered(t *testing.T, l *Listener, first string) (client net.Conn, err error) {
 	t.Helper()
@@ -52,7 +57,7 @@ func offered(t *testing.T, l *Listener, first string) (client net.Conn, err erro
 // stream, or a reset, soon.
 func assertClosed(t *testing.T, c net.Conn) {
 	t.Helper()
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(waitLong)))
 	_, err := io.Copy(io.Discard, c)
 	if err != nil {
 		assert.NotErrorIs(t, err, os.ErrDeadlineExceeded, "the connection was left open")
@@ -191,23 +196,58 @@ func TestOfferTimeout(t *testing.T) {
 	assertClosed(t, client)
 }
 
-// TestOfferClearsDeadline: a connection Offer read has no deadline left.
+// TestOfferClearsDeadline: a connection Offer read has no deadline left:
+// the last one set on it is none. (A read that outwaited a 100 ms timeout,
+// as this did, could be timed out on a loaded machine that ran Offer late
+// between its setting the deadline and its read, the byte there.)
 func TestOfferClearsDeadline(t *testing.T) {
-	l := newTree(t, WithTimeout(100*time.Millisecond))
-	client, err := offered(t, l, "\x82")
+	l := newTree(t, WithTimeout(waitLong))
+	client, server := loopback(t)
+	_, err := client.Write([]byte("\x82"))
 	require.NoError(t, err)
+	rec := &deadlines{Conn: server}
+	require.NoError(t, l.Offer(rec))
 	c, err := l.Accept()
 	require.NoError(t, err)
 	defer c.Close()
 	assert.Equal(t, Msgpack, KindOf(c))
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		client.Write([]byte("late"))
-	}()
+	assert.True(t, rec.readDeadline().IsZero(), "Offer left its deadline on the connection: %v", rec.readDeadline())
+	_, err = client.Write([]byte("late"))
+	require.NoError(t, err)
 	buf := make([]byte, 5)
 	_, err = io.ReadFull(c, buf)
-	require.NoError(t, err, "Offer left its deadline on the connection")
+	require.NoError(t, err)
 	assert.Equal(t, "\x82late", string(buf))
+}
+
+// deadlines records the read deadline last set on its connection.
+type deadlines struct {
+	net.Conn
+	mu   sync.Mutex
+	read time.Time
+}
+
+func (c *deadlines) SetDeadline(t time.Time) error {
+	c.setRead(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *deadlines) SetReadDeadline(t time.Time) error {
+	c.setRead(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *deadlines) setRead(t time.Time) {
+	c.mu.Lock()
+	c.read = t
+	c.mu.Unlock()
+}
+
+// readDeadline is the read deadline in force.
+func (c *deadlines) readDeadline() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.read
 }
 
 // TestAcceptClose: Close ends an Accept that waits, closes the connections

@@ -143,7 +143,7 @@ func TestWatch(t *testing.T) {
 				select {
 				case s := <-got:
 					return s
-				case <-time.After(5 * time.Second):
+				case <-time.After(waitLong):
 					t.Fatalf("no status %s", what)
 					return ""
 				}
@@ -162,7 +162,7 @@ func TestWatch(t *testing.T) {
 			select {
 			case err := <-ended:
 				assert.ErrorIs(t, err, context.Canceled)
-			case <-time.After(5 * time.Second):
+			case <-time.After(waitLong):
 				t.Fatal("Watch did not end with its context")
 			}
 		})
@@ -200,7 +200,7 @@ func TestWatchEndsAtServerShutdown(t *testing.T) {
 	for range clients {
 		select {
 		case <-first:
-		case <-time.After(5 * time.Second):
+		case <-time.After(waitLong):
 			t.Fatal("a watch reported nothing")
 		}
 	}
@@ -213,14 +213,14 @@ func TestWatchEndsAtServerShutdown(t *testing.T) {
 		case r := <-ended:
 			assert.NoError(t, r.err, r.path)
 			assert.Equal(t, []health.Status{health.Serving, health.NotServing}, r.statuses, r.path)
-		case <-time.After(5 * time.Second):
+		case <-time.After(waitLong):
 			t.Fatal("a watch did not end at Shutdown")
 		}
 	}
 	select {
 	case err := <-shut:
 		assert.NoError(t, err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitLong):
 		t.Fatal("Shutdown waited for its watchers")
 	}
 }

@@ -213,7 +213,7 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(10 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
 	}
 	var zero T

@@ -66,11 +66,11 @@ func newBackSetup(t *testing.T, l transport.Listener, dial func() transport.Sock
 	return s
 }
 
-// dialBack opens a stream with s.back within five seconds, closed when the
+// dialBack opens a stream with s.back within waitLong, closed when the
 // test ends.
 func (s backSetup) dialBack(t *testing.T) transport.Socket {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), waitLong)
 	defer cancel()
 	c, err := s.back.Dial(ctx, s.remote)
 	require.NoError(t, err)
@@ -124,7 +124,7 @@ func TestBackAfterSessionEnds(t *testing.T) {
 				return false
 			}
 			return assert.True(t, errors.Is(err, ErrSessionClosed) || errors.Is(err, transport.ErrConnectionRefused), "%v", err)
-		}, 5*time.Second, 5*time.Millisecond)
+		}, waitLong, 5*time.Millisecond)
 	})
 }
 
@@ -137,7 +137,7 @@ func backFails(t *testing.T, s backSetup) {
 	_ = b.Send(&transport.Message{Body: []byte("anyone?")}) // may fail already
 	recvd := make(chan error, 1)
 	go func() { recvd <- b.Recv(&transport.Message{}) }()
-	err := await(t, recvd, 5*time.Second, "Recv on a stream nobody serves")
+	err := await(t, recvd, waitLong, "Recv on a stream nobody serves")
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, ErrSessionClosed, "the stream, not the session, ends")
 	// The session is unharmed: the dialling end's own streams still work.
@@ -187,7 +187,7 @@ func TestBackListenerClose(t *testing.T) {
 
 		b.Close()
 		a.Close()
-		require.Eventually(t, func() bool { return !s.clientLive() }, 5*time.Second, 5*time.Millisecond,
+		require.Eventually(t, func() bool { return !s.clientLive() }, waitLong, 5*time.Millisecond,
 			"the session outlived its last stream")
 		_, err := s.back.Dial(t.Context(), s.remote)
 		require.Error(t, err)
@@ -237,7 +237,7 @@ func TestIncomingTransportClose(t *testing.T) {
 		accepted <- err
 	}()
 	require.NoError(t, tr.Close())
-	require.ErrorIs(t, await(t, accepted, 5*time.Second, "Accept"), transport.ErrClosed)
+	require.ErrorIs(t, await(t, accepted, waitLong, "Accept"), transport.ErrClosed)
 
 	tr2 := New()
 	require.NoError(t, tr2.Close())
@@ -314,11 +314,11 @@ func TestRetiredSessionKeepsBackStreams(t *testing.T) {
 			return false
 		}
 		return assert.ErrorIs(t, err, transport.ErrConnectionRefused)
-	}, 5*time.Second, 10*time.Millisecond)
+	}, waitLong, 10*time.Millisecond)
 	require.Equal(t, 1, tr.sessions(), "the retired session lives while the stream opened back does")
 	exchangeBoth(t, b, a, "still open")
 
 	a.Close()
 	b.Close()
-	require.Eventually(t, func() bool { return tr.sessions() == 0 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return tr.sessions() == 0 }, waitLong, 5*time.Millisecond)
 }

@@ -50,7 +50,7 @@ func TestLargeMessageJoined(t *testing.T) {
 	l := listen(t, tr)
 	acc := acceptOne(l)
 	c := dial(t, tr, l.Addr().String())
-	s := await(t, acc, 5e9, "Accept")
+	s := await(t, acc, waitLong, "Accept")
 	defer s.Close()
 	sizes := []int{64 << 10, 1 << 20, 40 << 10, 2 << 20}
 	errs := make(chan error, 1)

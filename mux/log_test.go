@@ -56,7 +56,7 @@ func TestPeerCrashLogsNoError(t *testing.T) {
 	cc, err := NewClientConn(t.Context(), a)
 	require.NoError(t, err)
 	defer cc.Close()
-	l := await(t, ls, 5*time.Second, "NewServerConn")
+	l := await(t, ls, waitLong, "NewServerConn")
 	defer l.Close()
 	c := dialConn(t, cc)
 	s := acceptSock(t, l)
@@ -78,21 +78,25 @@ func TestPeerCrashLogsNoError(t *testing.T) {
 		}
 	}()
 	read := make(chan int, 1)
+	var reads atomic.Int32
 	go func() {
 		var m transport.Message
 		n := 0
 		for c.Recv(&m) == nil {
 			n++
+			reads.Add(1)
 		}
 		read <- n
 	}()
-	time.Sleep(50 * time.Millisecond)
+	// The client has read, rather than 50 ms have passed: a loaded
+	// machine may not have run either end meanwhile.
+	require.Eventually(t, func() bool { return reads.Load() > 0 }, waitLong, time.Millisecond, "the client read nothing")
 	held.hold.Store(true)
 	require.NoError(t, a.(*net.TCPConn).SetLinger(0))
 	require.NoError(t, a.Close())
 	select {
 	case err = <-sent:
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitLong):
 		t.Fatal("a Send to a crashed peer did not fail")
 	}
 	release()

@@ -31,6 +31,10 @@ func listen(t testing.TB, tr *Transport) transport.Listener {
 	return l
 }
 
+// waitLong bounds a wait for what must happen: generous, since the
+// machine may be loaded; only a failing test waits that long.
+const waitLong = 20 * time.Second
+
 // newTransport returns a Transport closed when the test ends.
 func newTransport(t testing.TB, opts ...Option) *Transport {
 	tr := New(opts...)
@@ -38,11 +42,11 @@ func newTransport(t testing.TB, opts ...Option) *Transport {
 	return tr
 }
 
-// dial dials addr within five seconds; the socket is closed when the test
+// dial dials addr within waitLong; the socket is closed when the test
 // ends.
 func dial(t testing.TB, tr *Transport, addr string) transport.Socket {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	s, err := tr.Dial(ctx, addr)
 	require.NoError(t, err)
@@ -77,6 +81,9 @@ type dialer struct {
 	mu    sync.Mutex
 	conns []*testConn
 	delay time.Duration
+	// hold, when not nil, holds each attempt until it is closed: a
+	// pending attempt that no loaded machine lets finish early.
+	hold chan struct{}
 	// writesAllowed, when positive, is how many writes each connection
 	// takes before every later write fails.
 	writesAllowed int32
@@ -86,6 +93,13 @@ func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if d.delay > 0 {
 		select {
 		case <-time.After(d.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if d.hold != nil {
+		select {
+		case <-d.hold:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

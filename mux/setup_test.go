@@ -14,8 +14,13 @@ import (
 // once. With that many silent peers in set-up, a Dial is not taken from the
 // kernel's backlog and its context ends first; once the handshake timeout
 // has dropped them, a Dial gets in.
+//
+// The handshake timeout is 5 s: the first silent peer's runs from its
+// accept, and at 1 s a loaded machine could take most of it to accept
+// the others, so that the first were dropped, and the Dial got in, before
+// its 200 ms were over.
 func TestSetupBacklog(t *testing.T) {
-	l := listen(t, newTransport(t, WithHandshakeTimeout(time.Second)))
+	l := listen(t, newTransport(t, WithHandshakeTimeout(5*time.Second)))
 	addr := l.Addr().String()
 	for range setupBacklog {
 		c, err := net.Dial("tcp", addr)
@@ -23,7 +28,7 @@ func TestSetupBacklog(t *testing.T) {
 		defer c.Close()
 	}
 	ml := l.(*listener)
-	require.Eventually(t, func() bool { return len(ml.setting) >= setupBacklog }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(ml.setting) >= setupBacklog }, waitLong, time.Millisecond)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()

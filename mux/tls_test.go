@@ -41,7 +41,7 @@ func TestTLS(t *testing.T) {
 	plain := newTransport(t)
 	if s, err := plain.Dial(t.Context(), addr); err == nil {
 		defer s.Close()
-		s.SetDeadline(time.Now().Add(2 * time.Second))
+		s.SetDeadline(time.Now().Add(waitLong))
 		s.Send(&transport.Message{Body: []byte("plain")})
 		err = s.Recv(&transport.Message{})
 		assert.Error(t, err)

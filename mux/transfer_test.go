@@ -21,7 +21,7 @@ func TestLargeTransfer(t *testing.T) {
 	l := listen(t, tr)
 	acc := acceptOne(l)
 	c := dial(t, tr, l.Addr().String())
-	s := await(t, acc, time.Second, "Accept")
+	s := await(t, acc, waitLong, "Accept")
 	defer s.Close()
 
 	// Each message's bytes come from a generator seeded with its index, so

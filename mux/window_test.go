@@ -55,11 +55,17 @@ func TestDefaultWindowHoldsFrameOfLimit(t *testing.T) {
 			l := listen(t, tr)
 			acc := acceptOne(l)
 			c := dial(t, tr, l.Addr().String())
-			s := await(t, acc, 5*time.Second, "Accept")
+			s := await(t, acc, waitLong, "Accept")
 			defer s.Close()
 			// Not a bound on speed: it ends the wait for a reader, and
-			// would end a Send that hangs.
-			require.NoError(t, c.SetWriteDeadline(time.Now().Add(2*time.Second)))
+			// would end a Send that hangs, so it is a hang guard for the
+			// Send that must cross (2 s, which a loaded machine could take
+			// to carry 4 MiB, failed it).
+			deadline := 2 * time.Second
+			if tc.wantErr == nil {
+				deadline = waitLong
+			}
+			require.NoError(t, c.SetWriteDeadline(time.Now().Add(deadline)))
 			err := c.Send(big)
 			if tc.wantErr == nil {
 				require.NoError(t, err)

@@ -77,7 +77,7 @@ func TestYamuxAssumptions(t *testing.T) {
 	select {
 	case err := <-accepted:
 		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitLong):
 		t.Fatal("the server never saw the stream end")
 	}
 
@@ -182,7 +182,7 @@ func TestYamuxAssumptionsSessionEnd(t *testing.T) {
 		defer b.Close()
 		go io.Copy(io.Discard, b)
 		st, sess := closedStream(t, &endingConn{Conn: a}, true)
-		require.Eventually(t, func() bool { return freed(st, sess) }, 5*time.Second, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return freed(st, sess) }, waitLong, 10*time.Millisecond,
 			"a closed yamux session stayed in memory though the peer's FIN for its closed stream came before the connection's end: "+
 				"mux's tracker.endFrames relies on it (track.go)")
 	})

@@ -34,7 +34,7 @@ func testFrameWaiter(t *testing.T, e *env) {
 	select {
 	case err := <-got:
 		require.NoError(t, err)
-	case <-time.After(waitShort):
+	case <-time.After(waitLong):
 		t.Fatal("WaitFrame did not return when a message came")
 	}
 
@@ -51,7 +51,7 @@ func testFrameWaiter(t *testing.T, e *env) {
 
 	// A deadline that passes while it waits; then the socket works again.
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(30*time.Millisecond)))
-	within(t, waitShort, "WaitFrame with a deadline", func() { requireTimeout(t, w.WaitFrame()) })
+	within(t, waitLong, "WaitFrame with a deadline", func() { requireTimeout(t, w.WaitFrame()) })
 	requireTimeout(t, w.WaitFrame()) // still past: at once
 	require.NoError(t, c.SetReadDeadline(time.Time{}))
 	require.NoError(t, s.Send(&transport.Message{Body: []byte("after")}))
@@ -77,7 +77,7 @@ func testFrameWaiter(t *testing.T, e *env) {
 	select {
 	case err := <-got:
 		assert.ErrorIs(t, err, transport.ErrClosed)
-	case <-time.After(waitShort):
+	case <-time.After(waitLong):
 		t.Fatal("WaitFrame still blocked after Close")
 	}
 	assert.ErrorIs(t, w2.WaitFrame(), transport.ErrClosed)

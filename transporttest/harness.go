@@ -34,8 +34,17 @@ func Run(t *testing.T, mk MakeTransport) {
 	}
 }
 
-// waitShort bounds how long anything that must be prompt may take.
-const waitShort = time.Second
+// waitLong bounds how long anything that must happen may take: generous,
+// since the machine may be loaded (a second, as it was, a loaded machine
+// running the race detector need not keep); only a failing case waits
+// that long.
+const waitLong = 20 * time.Second
+
+// belowHandshake tells a Dial that was refused, or returned at its
+// context's end, from one that waited for the handshake timeout
+// (transport.DefaultHandshakeTimeout, 10 s) or for ever, by a margin no
+// loaded machine eats.
+const belowHandshake = transport.DefaultHandshakeTimeout / 2
 
 type testCase struct {
 	name string

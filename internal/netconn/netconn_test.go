@@ -82,6 +82,17 @@ func TestTuneOther(t *testing.T) {
 	assert.NotPanics(t, func() { Tune(a) })
 }
 
+// waitLong is the timeout of a set-up that must succeed, or fail on what
+// the peer sent, and bounds other waits for what must happen: generous,
+// since the machine may be loaded (a TLS handshake under -race on a loaded
+// machine can take a second); only a failing test waits that long.
+const waitLong = 10 * time.Second
+
+// belowTimeout tells a set-up that ended on an event (a timeout of 100 ms,
+// ctx) from one that waited for its minute's timeout, by a margin no
+// loaded machine eats.
+const belowTimeout = 30 * time.Second
+
 // tcpPair returns the two ends of a loopback TCP connection, closed when
 // the test ends.
 func tcpPair(t *testing.T) (client, server net.Conn) { return prefacetest.Loopback(t) }

@@ -8,9 +8,12 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zerodial/transport"
 )
 
 // RawListener accepts plain TCP connections on a free loopback port and
@@ -40,6 +43,16 @@ func RawListener(t *testing.T, serve func(net.Conn)) string {
 	})
 	return nl.Addr().String()
 }
+
+// waitLong bounds a wait for what must happen: generous, since the machine
+// may be loaded; only a failing test waits that long.
+const waitLong = 20 * time.Second
+
+// belowHandshake tells a Dial that returned at its ctx's end, or at a short
+// handshake timeout, from one that waited for the default one
+// (transport.DefaultHandshakeTimeout, 10 s) or for ever, by a margin no
+// loaded machine eats.
+const belowHandshake = transport.DefaultHandshakeTimeout / 2
 
 // UntilClosed reads from c, and drops what it reads, until the peer
 // closes it: a silent peer's serve for RawListener.
