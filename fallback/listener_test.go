@@ -7,13 +7,13 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zerodial/transport/internal/deadlinerec"
 	"github.com/zerodial/transport/internal/testcert"
 )
 
@@ -205,49 +205,19 @@ func TestOfferClearsDeadline(t *testing.T) {
 	client, server := loopback(t)
 	_, err := client.Write([]byte("\x82"))
 	require.NoError(t, err)
-	rec := &deadlines{Conn: server}
+	rec := &deadlinerec.Conn{Conn: server}
 	require.NoError(t, l.Offer(rec))
 	c, err := l.Accept()
 	require.NoError(t, err)
 	defer c.Close()
 	assert.Equal(t, Msgpack, KindOf(c))
-	assert.True(t, rec.readDeadline().IsZero(), "Offer left its deadline on the connection: %v", rec.readDeadline())
+	assert.True(t, rec.ReadDeadline().IsZero(), "Offer left its deadline on the connection: %v", rec.ReadDeadline())
 	_, err = client.Write([]byte("late"))
 	require.NoError(t, err)
 	buf := make([]byte, 5)
 	_, err = io.ReadFull(c, buf)
 	require.NoError(t, err)
 	assert.Equal(t, "\x82late", string(buf))
-}
-
-// deadlines records the read deadline last set on its connection.
-type deadlines struct {
-	net.Conn
-	mu   sync.Mutex
-	read time.Time
-}
-
-func (c *deadlines) SetDeadline(t time.Time) error {
-	c.setRead(t)
-	return c.Conn.SetDeadline(t)
-}
-
-func (c *deadlines) SetReadDeadline(t time.Time) error {
-	c.setRead(t)
-	return c.Conn.SetReadDeadline(t)
-}
-
-func (c *deadlines) setRead(t time.Time) {
-	c.mu.Lock()
-	c.read = t
-	c.mu.Unlock()
-}
-
-// readDeadline is the read deadline in force.
-func (c *deadlines) readDeadline() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.read
 }
 
 // TestAcceptClose: Close ends an Accept that waits, closes the connections

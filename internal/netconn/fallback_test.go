@@ -5,9 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
-	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport/fallback"
+	"github.com/zerodial/transport/internal/deadlinerec"
 	"github.com/zerodial/transport/internal/preface"
 	"github.com/zerodial/transport/internal/testcert"
 )
@@ -48,7 +47,7 @@ func TestServerFallback(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	rec := &deadlines{Conn: s}
+	rec := &deadlinerec.Conn{Conn: s}
 	r := <-serve(t.Context(), setup, rec)
 	var f *Foreign
 	require.True(t, errors.As(r.err, &f), "%v", r.err)
@@ -64,43 +63,13 @@ func TestServerFallback(t *testing.T) {
 	// No deadline is left: the last one set on the connection is none.
 	// (A read that outwaited the set-up's deadline took a timeout short
 	// enough to wait out, which a loaded machine could not keep to.)
-	assert.True(t, rec.readDeadline().IsZero(), "the set-up left a deadline on the connection: %v", rec.readDeadline())
+	assert.True(t, rec.ReadDeadline().IsZero(), "the set-up left a deadline on the connection: %v", rec.ReadDeadline())
 
 	f.Conn.Close()
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(waitLong)))
 	n, err := c.Read(buf)
 	assert.Zero(t, n, "the foreign client was sent %q", buf[:n])
 	assert.ErrorIs(t, err, io.EOF)
-}
-
-// deadlines records the read deadline last set on its connection.
-type deadlines struct {
-	net.Conn
-	mu   sync.Mutex
-	read time.Time
-}
-
-func (c *deadlines) SetDeadline(t time.Time) error {
-	c.setRead(t)
-	return c.Conn.SetDeadline(t)
-}
-
-func (c *deadlines) SetReadDeadline(t time.Time) error {
-	c.setRead(t)
-	return c.Conn.SetReadDeadline(t)
-}
-
-func (c *deadlines) setRead(t time.Time) {
-	c.mu.Lock()
-	c.read = t
-	c.mu.Unlock()
-}
-
-// readDeadline is the read deadline in force.
-func (c *deadlines) readDeadline() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.read
 }
 
 // TestServerFallbackBounded: the handshake timeout bounds the preface and

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/deadlinerec"
 )
 
 // TestAnswer: a zerodial dialler, which writes and reads at once, sets up
@@ -61,7 +62,7 @@ func TestAnswer(t *testing.T) {
 // need not keep.
 func TestAnswerForeign(t *testing.T) {
 	client, conn := pair(t)
-	server := &deadlines{Conn: conn}
+	server := &deadlinerec.Conn{Conn: conn}
 	_, err := client.Write([]byte(`{"method"`))
 	require.NoError(t, err)
 	start := time.Now()
@@ -76,7 +77,7 @@ func TestAnswerForeign(t *testing.T) {
 	assert.LessOrEqual(t, len(got), Len)
 
 	// The deadline stays: the exchange's, a minute from its start.
-	if d := server.readDeadline(); d.Before(start.Add(time.Minute)) || d.After(time.Now().Add(time.Minute)) {
+	if d := server.ReadDeadline(); d.Before(start.Add(time.Minute)) || d.After(time.Now().Add(time.Minute)) {
 		t.Errorf("read deadline %v, not the exchange's: a minute from %v", d, start)
 	}
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/deadlinerec"
 	"github.com/zerodial/transport/internal/preface/prefacetest"
 )
 
@@ -31,36 +31,6 @@ const waitLong = 10 * time.Second
 // write, ctx) from one that waited for its minute's timeout, by a margin
 // no loaded machine eats.
 const belowTimeout = 30 * time.Second
-
-// deadlines records the read deadline last set on its connection.
-type deadlines struct {
-	net.Conn
-	mu   sync.Mutex
-	read time.Time
-}
-
-func (c *deadlines) SetDeadline(t time.Time) error {
-	c.setRead(t)
-	return c.Conn.SetDeadline(t)
-}
-
-func (c *deadlines) SetReadDeadline(t time.Time) error {
-	c.setRead(t)
-	return c.Conn.SetReadDeadline(t)
-}
-
-func (c *deadlines) setRead(t time.Time) {
-	c.mu.Lock()
-	c.read = t
-	c.mu.Unlock()
-}
-
-// readDeadline is the read deadline in force.
-func (c *deadlines) readDeadline() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.read
-}
 
 // TestBytes: the bytes of WIRE.md's example, and the names transport.Wire
 // uses.
@@ -172,7 +142,7 @@ func TestExchange(t *testing.T) {
 	// What follows the preface is left for the next reader.
 	_, err := b.Write(append(Of(TCP).Append(nil), "after"...))
 	require.NoError(t, err)
-	rec := &deadlines{Conn: a}
+	rec := &deadlinerec.Conn{Conn: a}
 	_, err = Exchange(t.Context(), rec, Of(TCP), "b", waitLong)
 	require.NoError(t, err)
 	buf := make([]byte, 5)
@@ -183,7 +153,7 @@ func TestExchange(t *testing.T) {
 	// The deadline is cleared: recorded, rather than seen to pass by a
 	// read that outwaits it, which had to outwait the exchange's timeout,
 	// and so took that timeout to be short enough for a loaded machine.
-	assert.True(t, rec.readDeadline().IsZero(), "the exchange left a deadline on the connection: %v", rec.readDeadline())
+	assert.True(t, rec.ReadDeadline().IsZero(), "the exchange left a deadline on the connection: %v", rec.ReadDeadline())
 }
 
 func TestExchangeBoth(t *testing.T) {
