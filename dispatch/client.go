@@ -155,7 +155,7 @@ func NewClient(sock transport.Socket, opts ...ClientOption) (*Client, error) {
 	c := &Client{addr: sock.RemoteAddr().String(), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
 		netPath: pathOfWire(transport.Wire{}, sock), remote: sock.RemoteAddr()}
 	c.quiet = new(sweep.Group)
-	c.conn = newClientConn(sock, o.codec, o.logger, c.quiet)
+	c.conn = newClientConn(sock, c.netPath, o.codec, o.logger, c.quiet)
 	return c, nil
 }
 
@@ -373,6 +373,9 @@ func (c *Client) callChecked(ctx context.Context, serviceMethod string, args, re
 func callError(ctx context.Context, method string, path Path, err error) error {
 	if e, ok := err.(*Error); ok {
 		return callCtxError(ctx, method, path, e)
+	}
+	if _, ok := err.(*callFailure); ok {
+		return err // named already
 	}
 	if passedOn(err) {
 		return named(method, path, err)

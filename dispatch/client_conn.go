@@ -21,6 +21,7 @@ import (
 // and a read loop that hands each reply to its call.
 type clientConn struct {
 	sock  transport.Socket
+	path  Path // the Client's netPath, which its streams' failures name
 	codec codec.Codec
 	ctype string
 	log   *slog.Logger // says why the connection failed (WithLogger)
@@ -113,8 +114,9 @@ type pending struct {
 // call.
 var abandoned = new(pending)
 
-func newClientConn(sock transport.Socket, c codec.Codec, log *slog.Logger, quiet *sweep.Group) *clientConn {
+func newClientConn(sock transport.Socket, path Path, c codec.Codec, log *slog.Logger, quiet *sweep.Group) *clientConn {
 	cc := &clientConn{
+		path:    path,
 		quiet:   quiet,
 		sock:    sock,
 		codec:   c,

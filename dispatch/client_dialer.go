@@ -47,7 +47,7 @@ func (d *transportDialer) dial(ctx context.Context, addr string) (callConn, erro
 	if err != nil {
 		return nil, err
 	}
-	return newClientConn(sock, d.codec, d.log, &d.quiet), nil
+	return newClientConn(sock, d.path(), d.codec, d.log, &d.quiet), nil
 }
 
 func (d *transportDialer) String() string { return d.tr.String() }

@@ -27,8 +27,8 @@
 //   - Errors. A handler's error reaches the caller as an *Error with the same
 //     Code, Message and details (ErrorDetail), the details within
 //     MaxErrorDetailsSize and never sharing memory with the handler's; failures of the connection are not *Error (see
-//     ErrShutdown), and name the call. A handler's error that is the
-//     failure of a call of its own reaches its caller as an *Error with
+//     ErrShutdown), and name the call or stream. A handler's error that is
+//     the failure of a call or stream of its own reaches its caller as an *Error with
 //     CodeInternal, never as the caller's own failure (ErrShutdown says
 //     why). Unknown services and methods use net/rpc's wording.
 //   - Panics. A handler panic becomes an *Error with CodeInternal; neither

@@ -139,11 +139,17 @@ func (e *Error) Is(target error) bool {
 // of its connection, a failed Dial or a closed Client's ErrShutdown with
 // the method and the Path before the words above ("Inventory.Reserve over
 // mux: connection is shut down: the server closed the connection"),
-// errors.Is and errors.As seeing through to them. Such an error is never
+// errors.Is and errors.As seeing through to them. A stream's are named the
+// same, with the Path the stream took, by OpenStream and CallStream, the
+// typed methods' Open and Call, and the stream's Send, CloseSend, Recv,
+// Established and CloseAndRecv; so is the end of a stream's context, as a
+// call's is (an *Error of its code, "Inventory.Watch over mux: context
+// canceled"). Such an error is never
 // an *Error: an *Error is what the callee answered. So a handler that
 // returns the failure of a call of its own does not pass it off as its
-// caller's connection dying: every path sends it to the caller as an
-// *Error with CodeInternal and the handler's text, which names the method
+// caller's connection dying — a failed stream of its own as much as a
+// failed call: every path sends it to the caller as an *Error with
+// CodeInternal and the handler's text, which names the method
 // that failed, one hop away — it does not match ErrShutdown, and the
 // handler may have acted before it failed. Not CodeUnavailable, which a
 // caller (and a Client of replicas) retries at once: retrying the call

@@ -320,8 +320,8 @@ func wantStreamRefused(tooLarge, openTooLarge string) func(t *testing.T, o strea
 
 // A stream that loses its connection — the Server closed, or a frame over
 // the receiver's limit, which makes the receiver drop the connection —
-// fails with an error that matches ErrShutdown and says why, in the same
-// words on every path; memory, with one limit for both ends, has only the
+// fails with an error that matches ErrShutdown, names the method and the
+// path, and says why, in the same words on every path; memory, with one limit for both ends, has only the
 // first. The methods do not borrow, so the direct path measures their
 // messages as copy mode does.
 func TestStreamLostConnectionSaysWhy(t *testing.T) {
@@ -391,7 +391,7 @@ func TestStreamLostConnectionSaysWhy(t *testing.T) {
 	}
 	type outcome struct{ Results []string }
 	peerAnnounced := func(n int) string {
-		return fmt.Sprintf("connection is shut down: transport: frame too large: peer announced %d bytes, limit %d (frame too large: true, shut down: true)", n, small)
+		return fmt.Sprintf("L.Make over <path>: connection is shut down: transport: frame too large: peer announced %d bytes, limit %d (frame too large: true, shut down: true)", n, small)
 	}
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
@@ -456,15 +456,15 @@ func TestStreamLostConnectionSaysWhy(t *testing.T) {
 					add(shape+", end over the client's limit", stream(t, c, shape, -(small+100)))
 				}
 			}
-			want := outcome{Results: []string{"server closed: " + theServerClosed}}
+			want := outcome{Results: []string{"server closed: L.Hold over <path>: " + theServerClosed}}
 			if _, ok := e.tr.(*memory.Transport); !ok {
 				// The frames: the message's (raw bytes, as sent) and the
 				// end's, which carries the metadata.
 				msg := peerAnnounced(small + 100 + frame.HeaderLen(map[string]string{"Seq": "0", "Stream": "msg"}))
 				end := peerAnnounced(frame.HeaderLen(map[string]string{"Seq": "0", "Stream": "end", "Md-big": strings.Repeat("m", small+100)}))
 				want.Results = append(want.Results,
-					"caller's message over the server's limit: 0 messages, "+theServerClosed,
-					"opening frame over the server's limit: 0 messages, "+theServerClosed)
+					"caller's message over the server's limit: 0 messages, L.Sink over <path>: "+theServerClosed,
+					"opening frame over the server's limit: 0 messages, L.Sink over <path>: "+theServerClosed)
 				for _, shape := range []string{"CallStream", "CallStream, ctx can end", "OpenStream"} {
 					want.Results = append(want.Results,
 						shape+", handler's message over the client's limit: 0 messages, "+msg,

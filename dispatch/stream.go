@@ -46,6 +46,11 @@ type callerEnd interface {
 	close()      // Close: cancel the stream unless it has ended; receive no more
 	ended() bool // the handler's end has arrived
 	codec() codec.Codec
+	// named returns err, which ended the stream or one of its caller's
+	// operations, as the caller receives it: a failure of the Client's
+	// own, and the end of the caller's context, name the method and the
+	// path the stream took, as a call's do (callError).
+	named(err error) error
 }
 
 // callerWait is the stream wait of a caller's end, on the network and on
@@ -295,7 +300,10 @@ type Stream[In, Out any] struct {
 // when it ends the stream ends, on both sides. A capture of reply metadata
 // in ctx (CaptureReplyMetadata) receives the handler's when the stream ends
 // with the handler's answer. OpenStream fails only for what this end knows
-// (a closed Client, an ended ctx, a failed Dial); what the server says —
+// (a closed Client, an ended ctx, a failed Dial), and names the stream as
+// a call's failures name the call (see ErrShutdown: "Inventory.Watch over
+// mux: connection is shut down"), as the stream's methods do for the
+// failures they return; what the server says —
 // no such method, a unary method, shutting down — Recv yields, and
 // Established waits for.
 func OpenStream[In, Out any](ctx context.Context, c *Client, name string) (*Stream[In, Out], error) {
@@ -348,18 +356,27 @@ func (s *Stream[In, Out]) Send(m *In) error {
 	if m == nil {
 		m = new(In)
 	}
-	return s.end.send(m)
+	if err := s.end.send(m); err != nil {
+		return s.end.named(err)
+	}
+	return nil
 }
 
 // CloseSend closes the caller's side: the handler's Recv ends once it has
 // taken the messages sent before. The handler's messages go on arriving.
-func (s *Stream[In, Out]) CloseSend() error { return s.end.closeSend() }
+func (s *Stream[In, Out]) CloseSend() error {
+	if err := s.end.closeSend(); err != nil {
+		return s.end.named(err)
+	}
+	return nil
+}
 
 // Recv yields the handler's messages in order. After the last the range
 // ends, yielding the handler's error once as (nil, err) if it failed —
 // mapped as a unary call's error is: an *Error with the handler's code —
-// or the stream's failure (ctx's error as an *Error, ErrShutdown). Breaking
-// out of the range closes the stream (Close).
+// or the stream's failure (ctx's error as an *Error, ErrShutdown), which
+// names the method and the path. Breaking out of the range closes the
+// stream (Close).
 //
 // The *Out yielded is valid only until the next iteration: the stream
 // reuses it for the next message, which is how a stream allocates nothing
@@ -378,7 +395,7 @@ func (s *Stream[In, Out]) Recv() iter.Seq2[*Out, error] {
 			if err != nil {
 				finished = true
 				if err != io.EOF {
-					yield(nil, err)
+					yield(nil, s.end.named(err))
 				}
 				return
 			}
@@ -470,28 +487,41 @@ func (c *Client) openStream(ctx context.Context, name string, in, out reflect.Ty
 	if c.opts.shortcut != ShortcutOff {
 		if e := shortcuts.lookupCached(c.key, c.wire, &c.found); e != nil {
 			if end, handled, err := c.shortcutStream(ctx, e, name, in, out, ready); handled {
-				return end, err
+				if err != nil {
+					return nil, callError(ctx, name, c.expectedPath(name, in, out), err)
+				}
+				return end, nil
 			}
 		} else if c.reachedDraining() {
 			return failedStream(ctx, errShuttingDown), nil // as the draining Server's end would
 		}
 	}
 	conn, err := c.netConn(ctx)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		var end callerEnd
+		if end, err = conn.openStream(ctx, name, c.opts.streamWindow, ready); err == nil {
+			return end, nil
+		}
 	}
-	return conn.openStream(ctx, name, c.opts.streamWindow, ready)
+	return nil, callError(ctx, name, c.netPath, err)
 }
 
 // failedEnd is a stream the server refused at once, on the shortcut: what
-// the network would carry back in the first end frame.
-type failedEnd struct{ err error }
+// the network would carry back in the first end frame. When the stream
+// failed as its connection would, name and path are what err names
+// (named); otherwise name is empty, and err, the Server's answer, is
+// returned as it is.
+type failedEnd struct {
+	err  error
+	name string
+	path Path
+}
 
 // failedStream returns a failedEnd for err, handing the captures of ctx the
 // metadata of the end (none), as an end frame would.
 func failedStream(ctx context.Context, err error) failedEnd {
 	capturesOf(ctx).deliver(nil)
-	return failedEnd{err}
+	return failedEnd{err: err}
 }
 
 func (f failedEnd) send(any) error           { return f.err }
@@ -501,6 +531,13 @@ func (f failedEnd) done()                    {}
 func (f failedEnd) close()                   {}
 func (f failedEnd) ended() bool              { return true }
 func (f failedEnd) codec() codec.Codec       { return codec.Msgpack }
+
+func (f failedEnd) named(err error) error {
+	if f.name == "" {
+		return err
+	}
+	return callError(context.Background(), f.name, f.path, err)
+}
 
 // encodeMsg appends the encoding of a stream's message m to dst.
 func encodeMsg(c codec.Codec, dst []byte, name string, m any) ([]byte, error) {

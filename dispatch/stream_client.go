@@ -179,6 +179,8 @@ func (s *clientStream) giveUp() {
 
 func (s *clientStream) codec() codec.Codec { return s.cc.codec }
 
+func (s *clientStream) named(err error) error { return callError(s.ctx, s.name, s.cc.path, err) }
+
 func (s *clientStream) ended() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -123,7 +123,7 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 			}
 		}
 		if err != nil {
-			fail(err)
+			fail(f.s.named(err))
 			return true
 		}
 		f.args = flow.Item{Body: body}
@@ -149,9 +149,9 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 	}
 	switch {
 	case f.lost != nil:
-		fail(f.lost)
+		fail(f.s.named(f.lost))
 	case err != nil && !f.broke:
-		fail(err)
+		fail(f.s.named(err))
 	}
 	return true
 }
@@ -159,12 +159,8 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 // newFastStream is the part of a memStream a fastEnd uses; newMemStream
 // adds the rest.
 func newFastStream(ctx context.Context, c *Client, e *entry, m *method, direct bool, cdc codec.Codec) *memStream {
-	path := PathShortcutCopy
-	if direct {
-		path = PathShortcutDirect
-	}
-	_, hctx := c.handlerCtx(ctx, e, m, path) // m.seesCtx: a stream always does
-	s := &memStream{callerWait: callerWait{ctx: ctx, c: c, srv: e.srv}, ent: e, m: m, hctx: hctx, direct: direct, cdc: cdc, serverLimit: e.limit}
+	s := &memStream{callerWait: callerWait{ctx: ctx, c: c, srv: e.srv}, ent: e, m: m, direct: direct, cdc: cdc, serverLimit: e.limit}
+	_, s.hctx = c.handlerCtx(ctx, e, m, s.path()) // m.seesCtx: a stream always does
 	s.stream = s
 	if s.serverLimit <= 0 {
 		s.serverLimit = c.limit

@@ -27,7 +27,12 @@ import (
 // once. Against a server of an earlier release, which does not tell
 // readiness, it returns once the server has taken the stream (its handler
 // has been started).
-func (s *Stream[In, Out]) Established() error { return established(s.end) }
+func (s *Stream[In, Out]) Established() error {
+	if err := established(s.end); err != nil {
+		return s.end.named(err)
+	}
+	return nil
+}
 
 // established waits until the handler of the stream of end is ready, or
 // returns why not. On the network the server tells it by the ready frame

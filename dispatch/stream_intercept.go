@@ -117,7 +117,7 @@ func (h *endHooked) next() (flow.Item, error) {
 		if err == io.EOF {
 			h.end(nil)
 		} else {
-			h.end(err)
+			h.end(h.named(err)) // the error the caller receives
 		}
 	}
 	return it, err

@@ -44,7 +44,8 @@ func (c *Client) shortcutStream(ctx context.Context, e *entry, name string, in, 
 	if tooLarge, lost := c.openCheck(ctx, e, name, ready); tooLarge != nil || lost != nil {
 		srv.gate.leave()
 		if lost != nil {
-			return failedEnd{lost}, true, nil // the Server drops the connection: no end arrives
+			// The Server drops the connection: no end arrives.
+			return failedEnd{err: lost, name: name, path: c.expectedPath(name, in, out)}, true, nil
 		}
 		return nil, true, tooLarge
 	}
@@ -173,6 +174,16 @@ func (s *memStream) giveUp() {
 }
 
 func (s *memStream) codec() codec.Codec { return s.c.opts.codec }
+
+// path is the Path the stream took.
+func (s *memStream) path() Path {
+	if s.direct {
+		return PathShortcutDirect
+	}
+	return PathShortcutCopy
+}
+
+func (s *memStream) named(err error) error { return callError(s.ctx, s.m.name, s.path(), err) }
 
 func (s *memStream) ended() bool {
 	s.mu.Lock()

@@ -29,7 +29,8 @@ type Num struct{ N int }
 type streamProbe struct {
 	ended chan error // a handler's context error when it returned
 	sent  atomic.Int64
-	bus   bus // what the watches subscribe to (stream_ready_test.go)
+	bus   bus              // what the watches subscribe to (stream_ready_test.go)
+	srv   *dispatch.Server // the Server the streams are on
 }
 
 // streamServer serves the test streams, every one borrowing, so that a
@@ -37,6 +38,7 @@ type streamProbe struct {
 func streamServer(t testing.TB, opts ...dispatch.ServerOption) (*dispatch.Server, *streamProbe) {
 	pr := &streamProbe{ended: make(chan error, 64)}
 	srv := dispatch.NewServer(opts...)
+	pr.srv = srv
 	reg := func(name string, fn func(ctx context.Context, s *dispatch.ServerStream[Num, Num]) error) {
 		require.NoError(t, dispatch.HandleStream(srv, name, fn, dispatch.Borrows()))
 	}
@@ -214,7 +216,7 @@ func observeErr(o *streamOutcome, err error) {
 	if err == nil {
 		return
 	}
-	o.Err = err.Error()
+	o.Err = pathless(err.Error()) // a failure of the caller's own names its path
 	var de *dispatch.Error
 	if errors.As(err, &de) {
 		o.Code = de.Code
@@ -430,7 +432,7 @@ var streamCases = []streamCase{
 		o.Handler = handlerSaid(t, pr)
 		return o
 	}, func(t *testing.T, o streamOutcome) {
-		assert.Equal(t, streamOutcome{Err: "context canceled", Code: dispatch.CodeCanceled, IsCanc: true, Handler: "context canceled"}, o)
+		assert.Equal(t, streamOutcome{Err: "S.Flood over <path>: context canceled", Code: dispatch.CodeCanceled, IsCanc: true, Handler: "context canceled"}, o)
 	}},
 
 	{"deadline mid-stream", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
@@ -441,7 +443,7 @@ var streamCases = []streamCase{
 		observeErr(&o, err)
 		return o
 	}, func(t *testing.T, o streamOutcome) {
-		assert.Equal(t, streamOutcome{Got: "[{7}]", Err: "context deadline exceeded", Code: dispatch.CodeDeadlineExceeded, IsDL: true,
+		assert.Equal(t, streamOutcome{Got: "[{7}]", Err: "S.Wait over <path>: context deadline exceeded", Code: dispatch.CodeDeadlineExceeded, IsDL: true,
 			Handler: "context deadline exceeded"}, o)
 	}},
 
@@ -706,7 +708,7 @@ func TestStreamShutdownAndClose(t *testing.T) {
 					go srv.Close()
 				}
 			}
-			assert.True(t, strings.HasPrefix(o.Err, dispatch.ErrShutdown.Error()), "the caller's stream fails: %q", o.Err)
+			assert.True(t, strings.HasPrefix(o.Err, "S.Flood over <path>: "+dispatch.ErrShutdown.Error()), "the caller's stream fails: %q", o.Err)
 			assert.Equal(t, "context canceled", handlerSaid(t, pr))
 		})
 	}

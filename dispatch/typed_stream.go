@@ -137,7 +137,7 @@ func (m *ServerStreamMethod[A, Out]) Open(ctx context.Context, c *Client, args A
 		s.Close()
 		return nil, err
 	}
-	if err := established(s.end); err != nil && !finished(s.end, err) {
+	if err := s.Established(); err != nil && !finished(s.end, err) {
 		s.Close()
 		return nil, err
 	}
