@@ -377,7 +377,7 @@ func callError(ctx context.Context, method string, path Path, err error) error {
 	if _, ok := err.(*callFailure); ok {
 		return err // named already
 	}
-	if passedOn(err) {
+	if _, ok := err.(*dialError); ok || passedOn(err) {
 		return named(method, path, err)
 	}
 	return err

@@ -65,9 +65,15 @@ func (s *replicaSet) outcome(r *replica, begun int64, err error) retryKind {
 		return retryNever
 	}
 	var de *dialError
-	if errors.As(err, &de) || unnamed(err) == ErrShutdown && r.removed.Load() {
-		// Nothing was sent: the dial failed, or the replica left the set
-		// (and its Client closed) between the pick and the call.
+	if errors.As(err, &de) {
+		// Nothing was sent: the dial failed. The replica's state says so
+		// in the dial's words, which name the address, not the call.
+		s.failed(r, begun, false, de)
+		return retryAlways
+	}
+	if unnamed(err) == ErrShutdown && r.removed.Load() {
+		// Nothing was sent: the replica left the set (and its Client
+		// closed) between the pick and the call.
 		s.failed(r, begun, false, err)
 		return retryAlways
 	}

@@ -221,3 +221,44 @@ func TestStreamInterceptorToldTheNamedFailure(t *testing.T) {
 		})
 	}
 }
+
+// A failed Dial names the call or stream it failed, as ErrShutdown's doc
+// says, on every path (the shortcut's Server stopped, its calls go to the
+// transport, which cannot dial it): before, it was "dispatch: dial …"
+// alone, for calls and streams alike. A handler that returns it sends its
+// caller CodeInternal.
+func TestFailedDialNamesTheCall(t *testing.T) {
+	for _, p := range pathNames {
+		t.Run(string(p), func(t *testing.T) {
+			srv, _ := streamServer(t)
+			c, _ := dialPath(t, p, srv)
+			var r Num
+			require.NoError(t, c.Call(context.Background(), "S.Unary", &Num{1}, &r))
+			require.NoError(t, srv.Close())
+			var callErr error
+			for range 3 { // the first may fail on the connection the Server closed
+				if callErr = c.Call(context.Background(), "S.Unary", &Num{1}, &r); strings.Contains(callErr.Error(), "dial") {
+					break
+				}
+			}
+			_, openErr := dispatch.OpenStream[Num, Num](context.Background(), c, "S.Echo")
+			streamErr := firstErr(dispatch.CallStream[Num, Num](context.Background(), c, "S.Count", &Num{1}))
+			for what, err := range map[string]error{"Call": callErr, "OpenStream": openErr, "CallStream": streamErr} {
+				require.Error(t, err, what)
+				assert.Regexp(t, `^S\.(Unary|Echo|Count) over <path>: dispatch: dial `, pathless(err.Error()), what)
+				var de *dispatch.Error
+				assert.False(t, errors.As(err, &de), "%s: a failed Dial is not an *Error", what)
+			}
+
+			// Passed on by a handler: CodeInternal, its words.
+			up, _ := streamServer(t)
+			require.NoError(t, dispatch.Handle(up, "Up.Relay", func(ctx context.Context, args *Num, reply *Num) error {
+				return c.Call(ctx, "S.Unary", args, reply)
+			}))
+			uc, _ := dialPath(t, dispatch.Path("memory"), up)
+			err := uc.Call(context.Background(), "Up.Relay", &Num{1}, &r)
+			assert.Equal(t, dispatch.CodeInternal, codeOf(err))
+			assert.Regexp(t, `^S\.Unary over <path>: dispatch: dial `, pathless(err.Error()))
+		})
+	}
+}
