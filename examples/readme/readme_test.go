@@ -2,6 +2,7 @@ package readme_test
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -40,18 +41,34 @@ func contains(hay, needle []string) bool {
 	return false
 }
 
-// quoted are the files whose examples the README may quote: this
-// package's, and httpzerodial's, a module of its own that the root module
-// cannot import, so read as text here (its examples run in its own tests).
-var quoted = []string{"readme_example_test.go", "../../httpzerodial/example_test.go"}
+// quoted are the files whose examples the README and docs/ may quote:
+// this package's, the quickstart's program, and httpzerodial's, a module of
+// its own that the root module cannot import, so read as text here (its
+// examples run in its own tests; the quickstart's in its own too).
+var quoted = []string{
+	"readme_example_test.go",
+	"../quickstart/main.go",
+	"../../httpzerodial/example_test.go",
+}
 
-// TestREADMEQuotesExamples: every Go block of the README appears, line for
-// line, in one of the quoted examples, which compile and run.
-func TestREADMEQuotesExamples(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// docs are the pages whose Go blocks must be quoted: the README and every
+// page of docs/.
+func docs(t *testing.T) []string {
+	pages, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(pages) == 0 {
+		t.Fatal("no pages in docs/")
+	}
+	return append([]string{"../../README.md"}, pages...)
+}
+
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// TestDocsQuoteExamples: every Go block of the README and of docs/ appears,
+// line for line, in one of the quoted examples, which compile and run.
+func TestDocsQuoteExamples(t *testing.T) {
 	var hays [][]string
 	for _, name := range quoted {
 		examples, err := os.ReadFile(name)
@@ -60,13 +77,21 @@ func TestREADMEQuotesExamples(t *testing.T) {
 		}
 		hays = append(hays, normalize(string(examples)))
 	}
-	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
-	if len(blocks) == 0 {
-		t.Fatal("no Go blocks in the README")
-	}
-	for _, b := range blocks {
-		if !slices.ContainsFunc(hays, func(hay []string) bool { return contains(hay, normalize(b[1])) }) {
-			t.Errorf("README block not found in %s:\n%s", strings.Join(quoted, " or "), b[1])
+	total := 0
+	for _, page := range docs(t) {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
 		}
+		blocks := goBlock.FindAllStringSubmatch(string(text), -1)
+		total += len(blocks)
+		for _, b := range blocks {
+			if !slices.ContainsFunc(hays, func(hay []string) bool { return contains(hay, normalize(b[1])) }) {
+				t.Errorf("%s: Go block not found in %s:\n%s", strings.TrimPrefix(page, "../../"), strings.Join(quoted, " or "), b[1])
+			}
+		}
+	}
+	if total == 0 {
+		t.Fatal("no Go blocks in the README or docs/")
 	}
 }
