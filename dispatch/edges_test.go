@@ -19,7 +19,7 @@ import (
 )
 
 // Parity cases beyond parity_test.go. Each test states a rule of the package
-// doc or of the README's "The same on every path", how the code broke it, and
+// doc or of docs/rules.md ("The same on every path"), how the code broke it, and
 // runs it on the paths it concerns, demanding the same outcome on each.
 
 // acrossPaths runs f on every path (but skip) and asserts that the results

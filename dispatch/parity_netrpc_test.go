@@ -274,7 +274,7 @@ func netrpcServe(t testing.TB, k *netrpcCodec, srv *dispatch.Server, serverLimit
 
 // TestParityNetRPCDifferencesListed: every parity case whose outcome
 // differs on netrpc, or that does not run there, has its row in the table
-// of this file's comment, which the README quotes; and every row names a
+// of this file's comment, which docs/netrpc.md quotes; and every row names a
 // case that does.
 func TestParityNetRPCDifferencesListed(t *testing.T) {
 	src, err := os.ReadFile("parity_netrpc_test.go")

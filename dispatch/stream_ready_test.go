@@ -14,7 +14,7 @@ import (
 	"github.com/zerodial/transport/dispatch"
 )
 
-// A watch, in the shape the README promises Open for: a handler that
+// A watch, in the shape docs/calls.md promises Open for: a handler that
 // subscribes to an in-process publish/subscribe on its first line, then
 // says it is ready; the caller publishes as soon as Open (or Established)
 // returns, and must find the handler subscribed. The handlers below are

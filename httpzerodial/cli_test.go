@@ -247,7 +247,7 @@ func TestCLI(t *testing.T) {
 	})
 }
 
-// TestFollowStreamOneLine: the README's one-line ways of following a
+// TestFollowStreamOneLine: docs/http.md's one-line ways of following a
 // server stream over HTTP, run as they are written there, through sh: the
 // command-line client, and curl with the message's 5-byte envelope made by
 // printf.
@@ -265,10 +265,10 @@ func TestFollowStreamOneLine(t *testing.T) {
 		require.NoError(t, err, "%s: %s", line, errOut.String())
 		return string(out)
 	}
-	// The README's lines, with the test server's URL.
-	readme := func(line string) string { return strings.ReplaceAll(line, "http://127.0.0.1:8080", url) }
+	// docs/http.md's lines, with the test server's URL.
+	doc := func(line string) string { return strings.ReplaceAll(line, "http://127.0.0.1:8080", url) }
 	t.Run("zerodial", func(t *testing.T) {
-		line := readme(`zerodial stream http://127.0.0.1:8080 Ticks.Count '{"N":2}'`)
+		line := doc(`zerodial stream http://127.0.0.1:8080 Ticks.Count '{"N":2}'`)
 		out := run(strings.Replace(line, "zerodial", cliCommand(t), 1))
 		assert.Equal(t, "{\"I\":0}\n{\"I\":1}\n", out)
 	})
@@ -276,7 +276,7 @@ func TestFollowStreamOneLine(t *testing.T) {
 		if _, err := exec.LookPath("curl"); err != nil {
 			t.Skip("no curl binary on this machine")
 		}
-		out := run(readme(`printf '\0\0\0\0\7{"N":2}' | curl -sN -H 'Content-Type: application/connect+json' --data-binary @- http://127.0.0.1:8080/Ticks/Count | cat -v`))
+		out := run(doc(`printf '\0\0\0\0\7{"N":2}' | curl -sN -H 'Content-Type: application/connect+json' --data-binary @- http://127.0.0.1:8080/Ticks/Count | cat -v`))
 		assert.Equal(t, `^@^@^@^@^G{"I":0}^@^@^@^@^G{"I":1}^B^@^@^@^B{}`, out)
 	})
 }
