@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -57,6 +58,12 @@ type Socket struct {
 	// rawTCP is set when a write that wrote nothing can fail without
 	// spoiling the stream; over TLS or yamux a failed write always closes.
 	rawTCP bool
+	// wdl is the write deadline last set (UnixNano, 0 for none), which
+	// a write over TLS or yamux checks before it begins: the connection
+	// would fail it for good, where a write that has not begun need not
+	// spoil anything (transport.Socket: a Send past its deadline leaves
+	// the Socket usable once the deadline is moved).
+	wdl atomic.Int64
 	// q orders and coalesces writes (SendAsync).
 	q sendQueue
 	// pack compresses large bodies; nil when the peer accepts no
@@ -163,6 +170,9 @@ func (s *Socket) admit(m *transport.Message) (int, error) {
 			return 0, werr
 		}
 		return 0, transport.ErrClosed
+	}
+	if !s.rawTCP && s.writeDeadlinePassed() {
+		return 0, transport.ErrTimeout
 	}
 	hl, err := Check(m, s.max)
 	if err != nil {
@@ -545,6 +555,7 @@ func (s *Socket) RemoteAddr() net.Addr { return s.conn.RemoteAddr() }
 
 // SetDeadline sets the connection's read and write deadlines.
 func (s *Socket) SetDeadline(t time.Time) error {
+	s.setWDL(t)
 	if s.frame == nil {
 		return s.conn.SetDeadline(t)
 	}
@@ -563,4 +574,28 @@ func (s *Socket) SetReadDeadline(t time.Time) error {
 }
 
 // SetWriteDeadline sets the connection's write deadline.
-func (s *Socket) SetWriteDeadline(t time.Time) error { return s.conn.SetWriteDeadline(t) }
+func (s *Socket) SetWriteDeadline(t time.Time) error {
+	s.setWDL(t)
+	return s.conn.SetWriteDeadline(t)
+}
+
+// setWDL records the write deadline t (wdl).
+func (s *Socket) setWDL(t time.Time) {
+	switch {
+	case t.IsZero():
+		s.wdl.Store(0)
+	case t.Year() >= 2262: // past what UnixNano holds: never
+		s.wdl.Store(math.MaxInt64)
+	case t.Year() < 1678: // long past
+		s.wdl.Store(math.MinInt64)
+	default:
+		s.wdl.Store(t.UnixNano())
+	}
+}
+
+// writeDeadlinePassed reports whether the write deadline last set has
+// passed.
+func (s *Socket) writeDeadlinePassed() bool {
+	dl := s.wdl.Load()
+	return dl != 0 && time.Now().UnixNano() >= dl
+}
