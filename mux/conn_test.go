@@ -447,7 +447,7 @@ func TestConformanceConn(t *testing.T) {
 			cc.Close()
 			return nil, err
 		}
-		return &ownedSocket{Socket: s, owner: cc}, nil
+		return &ownedSocket{socket: s.(*socket), owner: cc}, nil
 	}
 	server := func(ctx context.Context, c net.Conn) (transport.Socket, error) {
 		sl, err := NewServerConn(ctx, c)
@@ -461,21 +461,24 @@ func TestConformanceConn(t *testing.T) {
 			sl.Close()
 			return nil, err
 		}
-		return &ownedSocket{Socket: s, owner: sl}, nil
+		return &ownedSocket{socket: s.(*socket), owner: sl}, nil
 	}
 	transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
 		return &conntest.Transport{Name: "mux.NewClientConn", Client: client, Server: server}, "127.0.0.1:0"
-	})
+	}, transporttest.TransportFrameLimiter|transporttest.AllSocketAbilities&^transporttest.SocketFrameWaiter)
 }
 
-// ownedSocket is a stream that closes its session's end with it.
+// ownedSocket is a stream that closes its session's end with it. It
+// embeds the stream's own type, not transport.Socket, so that the
+// stream's abilities (SendAsync, Queue, TLS, ...) are its own and the
+// suite holds them to their contracts: embedding the interface hid them.
 type ownedSocket struct {
-	transport.Socket
+	*socket
 	owner io.Closer
 }
 
 func (s *ownedSocket) Close() error {
-	err := s.Socket.Close()
+	err := s.socket.Close()
 	s.owner.Close()
 	return err
 }

@@ -17,5 +17,5 @@ func TestConformanceNewSocket(t *testing.T) {
 	newSocket := func(ctx context.Context, c net.Conn) (transport.Socket, error) { return tcp.NewSocket(ctx, c) }
 	transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
 		return &conntest.Transport{Name: "tcp.NewSocket", Client: newSocket, Server: newSocket}, "127.0.0.1:0"
-	})
+	}, transporttest.TransportFrameLimiter|transporttest.AllSocketAbilities)
 }

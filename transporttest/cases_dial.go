@@ -70,10 +70,8 @@ func testDialCanceled(t *testing.T, e *env) {
 // testFrameTooLarge: a message over the limit fails Send with
 // ErrFrameTooLarge, sends nothing, and leaves the socket open.
 func testFrameTooLarge(t *testing.T, e *env) {
-	limit, ok := maxFrame(e.tr)
-	if !ok {
-		t.Skip("the transport does not report a frame limit (transport.FrameLimiter)")
-	}
+	e.need(TransportFrameLimiter)
+	limit, _ := e.maxFrame()
 	l := e.listen()
 	c, s := e.dial(l)
 	err := c.Send(&transport.Message{Body: make([]byte, limit+1)})

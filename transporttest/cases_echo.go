@@ -57,7 +57,7 @@ func testEcho(t *testing.T, e *env) {
 		"long-value":   {Header: map[string]string{"long": string(allBytes(70000))}},
 		"large-body":   {Body: allBytes(200 << 10)},
 	}
-	if limit, ok := maxFrame(e.tr); ok {
+	if limit, ok := e.maxFrame(); ok {
 		h := map[string]string{"at": "limit"}
 		msgs["at-limit"] = &transport.Message{Header: h, Body: allBytes(limit - frame.HeaderLen(h))}
 	}

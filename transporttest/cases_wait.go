@@ -16,14 +16,12 @@ import (
 // Recvs that follow get every message in order; a read deadline that
 // passes while it waits fails it with a timeout and leaves the socket
 // usable; and it fails as Recv would after Close and after the peer's
-// Close. Transports whose sockets do not offer it skip the case.
+// Close. Transports that do not claim it skip the case.
 func testFrameWaiter(t *testing.T, e *env) {
+	e.need(SocketFrameWaiter)
 	l := e.listen()
 	c, s := e.dial(l)
-	w, ok := c.(transport.FrameWaiter)
-	if !ok {
-		t.Skip("the transport's sockets are not transport.FrameWaiters")
-	}
+	w := as[transport.FrameWaiter](t, c, SocketFrameWaiter)
 	var m transport.Message
 
 	// A WaitFrame waiting when the message comes.
@@ -70,7 +68,7 @@ func testFrameWaiter(t *testing.T, e *env) {
 
 	// The local Close ends a WaitFrame that waits, and fails the next.
 	c2, _ := e.dial(l)
-	w2 := c2.(transport.FrameWaiter)
+	w2 := as[transport.FrameWaiter](t, c2, SocketFrameWaiter)
 	go func() { got <- w2.WaitFrame() }()
 	time.Sleep(20 * time.Millisecond)
 	require.NoError(t, c2.Close())

@@ -6,8 +6,22 @@
 //	func TestConformance(t *testing.T) {
 //		transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
 //			return mytransport.New(), "127.0.0.1:0"
-//		})
+//		}, transporttest.TransportFrameLimiter|transporttest.SocketAsyncSender)
 //	}
+//
+// The last argument claims the optional interfaces (Abilities) the
+// Transport, its Listeners, their addresses and its Sockets implement —
+// every interface dispatch finds by a type assertion. The suite fails,
+// naming the interface, when one claimed is missing or one present is not
+// claimed, and holds each one claimed to its contract: the order of Send,
+// SendAsync and Queue, a frame limit enforced, FrameWaiter's waits, TLS
+// state over TLS, a closed Listener's Closed, Wires and address spaces
+// that agree with what the network reaches. A wrapper of another
+// Transport claims what it wraps has (AbilitiesOf), so that one it forgets
+// to pass on — net/http's Flusher trap — fails its test rather than
+// silently costing its users the in-process shortcut, shared writes or a
+// caller's certificate. CheckAbilities runs the first check alone and
+// returns its error.
 //
 // Each case runs on a fresh Transport, which Run closes when the case
 // ends, and fails if it leaves a goroutine behind, so cases do not run in

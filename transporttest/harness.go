@@ -17,8 +17,13 @@ import (
 // A case may call it again for a second Transport (TransportClose does).
 type MakeTransport func(t *testing.T) (tr transport.Transport, listenAddr string)
 
-// Run runs every case of the suite against the transports mk makes.
-func Run(t *testing.T, mk MakeTransport) {
+// Run runs every case of the suite against the transports mk makes, which
+// claim the abilities have: the optional interfaces their Transport,
+// Listeners, addresses and Sockets implement (see Abilities). The first
+// case, Abilities, fails naming each one claimed and missing, or present
+// and not claimed (CheckAbilities); the cases after it hold each ability
+// claimed to its contract, and skip those not claimed.
+func Run(t *testing.T, mk MakeTransport, have Abilities) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			// Registered first, so it runs after every other cleanup.
@@ -29,7 +34,7 @@ func Run(t *testing.T, mk MakeTransport) {
 			// after they have closed its sockets and listeners, and
 			// before goroutines are counted.
 			t.Cleanup(func() { tr.Close() })
-			c.fn(t, &env{t: t, tr: tr, addr: addr, mk: mk})
+			c.fn(t, &env{t: t, tr: tr, addr: addr, mk: mk, have: have})
 		})
 	}
 }
@@ -52,6 +57,7 @@ type testCase struct {
 }
 
 var cases = []testCase{
+	{"Abilities", testAbilities},
 	{"Echo", testEcho},
 	{"SendCopies", testSendCopies},
 	{"RecvReusesMessage", testRecvReusesMessage},
@@ -72,6 +78,16 @@ var cases = []testCase{
 	{"DialCanceled", testDialCanceled},
 	{"FrameTooLarge", testFrameTooLarge},
 	{"TransportClose", testTransportClose},
+	{"SendOrder", testSendOrder},
+	{"AsyncSender", testAsyncSender},
+	{"BatchSender", testBatchSender},
+	{"ListenerFrameLimit", testListenerFrameLimit},
+	{"ClosedReporter", testClosedReporter},
+	{"Wire", testWire},
+	{"AddrSpace", testAddrSpace},
+	{"TLSState", testTLSState},
+	{"Written", testWritten},
+	{"Buffered", testBuffered},
 }
 
 type env struct {
@@ -79,6 +95,7 @@ type env struct {
 	tr   transport.Transport
 	addr string
 	mk   MakeTransport // for a second Transport
+	have Abilities     // what the Transport claims
 }
 
 // listen starts a listener that is closed when the case ends.
@@ -142,9 +159,30 @@ func within(t *testing.T, d time.Duration, what string, fn func()) {
 	}
 }
 
-func maxFrame(tr transport.Transport) (int, bool) {
-	if fl, ok := tr.(transport.FrameLimiter); ok {
-		return fl.MaxFrameSize(), true
+// need skips the case unless the Transport claims every ability of a.
+func (e *env) need(a Abilities) {
+	e.t.Helper()
+	if !e.have.Has(a) {
+		e.t.Skipf("the Transport does not claim %v", a&^e.have)
 	}
-	return 0, false
+}
+
+// as returns v as a T, the interface of ability a, or fails the case
+// naming it: a Transport that claims a must have it (the Abilities case
+// says so too, for every end at once).
+func as[T any](t *testing.T, v any, a Abilities) T {
+	t.Helper()
+	x, ok := v.(T)
+	if !ok {
+		t.Fatalf("%T is not a %v, which the Transport claims", v, a)
+	}
+	return x
+}
+
+// maxFrame returns the Transport's frame limit, when it claims one.
+func (e *env) maxFrame() (int, bool) {
+	if !e.have.Has(TransportFrameLimiter) {
+		return 0, false
+	}
+	return as[transport.FrameLimiter](e.t, e.tr, TransportFrameLimiter).MaxFrameSize(), true
 }

@@ -1,0 +1,304 @@
+package transporttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zerodial/transport"
+)
+
+// Abilities is a set of the optional interfaces a Transport, its
+// Listeners, the addresses they report and its Sockets may implement:
+// everything found by a type assertion in this module rather than required
+// by transport.Transport, transport.Listener and transport.Socket. Each
+// one is a speed, a limit or an identity that dispatch takes when it is
+// there and silently does without when it is not, which is net/http's
+// Flusher trap: a wrapper that forgets to pass one on compiles, serves, and
+// loses it. So Run is told which ones the Transport under test has, fails
+// with the interface's name when one is missing or one it has is not
+// claimed, and holds each one claimed to its contract.
+//
+// A Socket ability is claimed for both ends: the Sockets Dial returns,
+// which dispatch's Client uses, and those Accept returns, which its Server
+// uses.
+type Abilities uint32
+
+// The abilities, with what dispatch loses when one is missing.
+const (
+	// TransportFrameLimiter: the Transport is a transport.FrameLimiter.
+	// Without it, a Client cannot refuse a request over the limit before
+	// sending it, nor name the limit in its error.
+	TransportFrameLimiter Abilities = 1 << iota
+	// TransportAddrSpacer: the Transport is a transport.AddrSpacer. Without
+	// it, its addresses are taken for the host's, shared by every
+	// Transport of the process, and the in-process shortcut may call a
+	// Server this Transport could not reach.
+	TransportAddrSpacer
+	// TransportWireReporter: the Transport is a transport.WireReporter.
+	// Without it, its Clients never take the in-process shortcut.
+	TransportWireReporter
+	// ListenerFrameLimiter: its Listeners are transport.FrameLimiters.
+	// Without it, the in-process shortcut does not hold a call to the
+	// listener's limit, which the network would.
+	ListenerFrameLimiter
+	// ListenerClosedReporter: its Listeners are transport.ClosedReporters.
+	// Without it, the in-process shortcut routes calls to a closed
+	// listener's Server until Serve notices.
+	ListenerClosedReporter
+	// ListenerWireReporter: its Listeners are transport.WireReporters.
+	// Without it, no Client reaches their Servers in-process.
+	ListenerWireReporter
+	// ListenerAddrSpacer: the addresses its Listeners report (Addr) are
+	// transport.AddrSpacers, naming the same space as the Transport's.
+	ListenerAddrSpacer
+	// SocketAsyncSender: its Sockets are transport.AsyncSenders. Without
+	// it, a stream's messages are written one system call each.
+	SocketAsyncSender
+	// SocketBatchSender: its Sockets are transport.BatchSenders. Without
+	// it, concurrent calls on one connection do not share writes.
+	SocketBatchSender
+	// SocketFrameWaiter: its Sockets are transport.FrameWaiters. Without
+	// it, a Server never runs a call on the goroutine that read it, nor a
+	// Client read a reply on the caller's goroutine.
+	SocketFrameWaiter
+	// SocketTLSReporter: its Sockets are transport.TLSReporters. Without
+	// it, a handler's dispatch.CallInfo has no TLS state, and a caller
+	// over TLS cannot be authorised by its certificate.
+	SocketTLSReporter
+	// SocketUnwritten: its Sockets have Unwritten() int64, the bytes they
+	// took from senders and have not written. Without it, a Server's
+	// WithMaxBytesPerConn does not count the replies queued in the Socket.
+	SocketUnwritten
+	// SocketWaitWritten: its Sockets have WaitWritten(context.Context)
+	// error, which waits until what they took is written. Without it, a
+	// Server's graceful Shutdown may close a connection with replies still
+	// queued in the Socket, which Close drops.
+	SocketWaitWritten
+	// SocketBuffered: its Sockets have Buffered() bool, whether the next
+	// message has arrived whole. Without it, a Server does not hold a
+	// reply back for the next one to join its write.
+	SocketBuffered
+
+	lastAbility = SocketBuffered
+)
+
+// AllSocketAbilities are the abilities of a Socket of frames over a
+// connection: tcp's, whose Sockets have every one, and mux's (which, of
+// them, lack SocketFrameWaiter).
+const AllSocketAbilities = SocketAsyncSender | SocketBatchSender | SocketFrameWaiter | SocketTLSReporter |
+	SocketUnwritten | SocketWaitWritten | SocketBuffered
+
+// ability describes one bit of Abilities: the interface, what has it, and
+// whether v does.
+type ability struct {
+	bit   Abilities
+	id    string // the constant's name
+	iface string // the interface, as a type assertion names it
+	on    string // what implements it: onTransport, onListener, ...
+	check func(v any) bool
+	lost  string // what dispatch does without it
+}
+
+var abilities = []ability{
+	{TransportFrameLimiter, "TransportFrameLimiter", "transport.FrameLimiter", onTransport, is[transport.FrameLimiter],
+		"a Client cannot refuse a request over the limit before sending it"},
+	{TransportAddrSpacer, "TransportAddrSpacer", "transport.AddrSpacer", onTransport, is[transport.AddrSpacer],
+		"its addresses are taken for the host's, and the in-process shortcut may call a Server this Transport could not reach"},
+	{TransportWireReporter, "TransportWireReporter", "transport.WireReporter", onTransport, is[transport.WireReporter],
+		"its Clients never take the in-process shortcut"},
+	{ListenerFrameLimiter, "ListenerFrameLimiter", "transport.FrameLimiter", onListener, is[transport.FrameLimiter],
+		"the in-process shortcut does not hold calls to the listener's frame limit"},
+	{ListenerClosedReporter, "ListenerClosedReporter", "transport.ClosedReporter", onListener, is[transport.ClosedReporter],
+		"the in-process shortcut routes calls to a closed listener's Server until Serve notices"},
+	{ListenerWireReporter, "ListenerWireReporter", "transport.WireReporter", onListener, is[transport.WireReporter],
+		"no Client reaches the listener's Servers in-process"},
+	{ListenerAddrSpacer, "ListenerAddrSpacer", "transport.AddrSpacer", onAddr, is[transport.AddrSpacer],
+		"the in-process shortcut files the listener's Server in another address space than the Transport's Clients look in"},
+	{SocketAsyncSender, "SocketAsyncSender", "transport.AsyncSender", onSocket, is[transport.AsyncSender],
+		"a stream's messages are written one system call each"},
+	{SocketBatchSender, "SocketBatchSender", "transport.BatchSender", onSocket, is[transport.BatchSender],
+		"concurrent calls on one connection do not share writes"},
+	{SocketFrameWaiter, "SocketFrameWaiter", "transport.FrameWaiter", onSocket, is[transport.FrameWaiter],
+		"calls and replies are not read on the goroutine that waits for them"},
+	{SocketTLSReporter, "SocketTLSReporter", "transport.TLSReporter", onSocket, is[transport.TLSReporter],
+		"handlers see no TLS state (dispatch.CallInfo) and cannot authorise a caller by its certificate"},
+	{SocketUnwritten, "SocketUnwritten", "interface{ Unwritten() int64 }", onSocket, is[unwritten],
+		"a Server's WithMaxBytesPerConn does not count the replies queued in the Socket"},
+	{SocketWaitWritten, "SocketWaitWritten", "interface{ WaitWritten(context.Context) error }", onSocket, is[waitWritten],
+		"a Server's graceful Shutdown may close the connection with replies still queued"},
+	{SocketBuffered, "SocketBuffered", "interface{ Buffered() bool }", onSocket, is[buffered],
+		"a Server does not hold a reply back for the next one to join its write"},
+}
+
+// What an ability is found on.
+const (
+	onTransport = "Transport"
+	onListener  = "Listener"
+	onAddr      = "Listener's Addr()"
+	onSocket    = "Socket"
+)
+
+// The abilities dispatch finds with an interface of its own.
+type (
+	unwritten   = interface{ Unwritten() int64 }
+	waitWritten = interface {
+		WaitWritten(ctx context.Context) error
+	}
+	buffered = interface{ Buffered() bool }
+)
+
+func is[T any](v any) bool {
+	_, ok := v.(T)
+	return ok
+}
+
+// Has reports whether a holds every ability of b.
+func (a Abilities) Has(b Abilities) bool { return a&b == b }
+
+// String lists the abilities of a by the interfaces they are, each with
+// what implements it ("Socket transport.BatchSender"), or "none".
+func (a Abilities) String() string {
+	var names []string
+	for _, ab := range abilities {
+		if a.Has(ab.bit) {
+			names = append(names, ab.on+" "+ab.iface)
+		}
+	}
+	if a&^(lastAbility<<1-1) != 0 {
+		names = append(names, fmt.Sprintf("unknown %#x", uint32(a&^(lastAbility<<1-1))))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// held is what a probe found: the values whose abilities count.
+type held struct {
+	tr                transport.Transport
+	l                 transport.Listener
+	dialled, accepted transport.Socket
+}
+
+// probe listens on addr with tr, dials the listener and accepts, runs fn
+// on what it got, and closes the listener and both Sockets.
+func probe(tr transport.Transport, addr string, fn func(h held) error) error {
+	l, err := tr.Listen(addr)
+	if err != nil {
+		return fmt.Errorf("transporttest: Listen(%q): %w", addr, err)
+	}
+	defer l.Close()
+	type accepted struct {
+		s   transport.Socket
+		err error
+	}
+	ch := make(chan accepted, 1)
+	go func() {
+		s, err := l.Accept()
+		ch <- accepted{s, err}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	c, err := tr.Dial(ctx, l.Addr().String())
+	if err != nil {
+		l.Close()
+		<-ch
+		return fmt.Errorf("transporttest: Dial(%q): %w", l.Addr(), err)
+	}
+	defer c.Close()
+	a := <-ch
+	if a.err != nil {
+		return fmt.Errorf("transporttest: Accept: %w", a.err)
+	}
+	defer a.s.Close()
+	return fn(held{tr: tr, l: l, dialled: c, accepted: a.s})
+}
+
+// abilitiesOf returns the abilities h's values have; a Socket ability
+// counts if either end has it.
+func abilitiesOf(h held) Abilities {
+	var a Abilities
+	for _, ab := range abilities {
+		for _, v := range h.of(ab.on) {
+			if ab.check(v.v) {
+				a |= ab.bit
+			}
+		}
+	}
+	return a
+}
+
+// named is a value an ability is looked for in, and what the value is.
+type named struct {
+	what string
+	v    any
+}
+
+// of returns the values an ability found on on is looked for in.
+func (h held) of(on string) []named {
+	switch on {
+	case onTransport:
+		return []named{{"Transport", h.tr}}
+	case onListener:
+		return []named{{"Listener", h.l}}
+	case onAddr:
+		return []named{{"Listener's Addr()", h.l.Addr()}}
+	}
+	return []named{{"dialled Socket", h.dialled}, {"accepted Socket", h.accepted}}
+}
+
+// AbilitiesOf returns the abilities tr has: it listens on addr, dials the
+// listener, looks at the Transport, the Listener, its address and both
+// Sockets, and closes what it made (not tr). A Socket ability counts if
+// either end has it. A wrapper's test claims what it wraps has, so that
+// an ability the wrapper forgets to pass on fails Run, naming it:
+//
+//	inner, addr := mk(t)
+//	have, err := transporttest.AbilitiesOf(inner, addr)
+//	inner.Close()
+//	if err != nil {
+//		t.Fatal(err)
+//	}
+//	transporttest.Run(t, mkWrapper, have)
+func AbilitiesOf(tr transport.Transport, addr string) (Abilities, error) {
+	var a Abilities
+	err := probe(tr, addr, func(h held) error {
+		a = abilitiesOf(h)
+		return nil
+	})
+	return a, err
+}
+
+// CheckAbilities reports whether tr has exactly the abilities claimed: it
+// listens on addr, dials the listener, and returns an error naming each
+// interface claimed that the Transport, the Listener, its address or
+// either end's Socket does not implement, with what dispatch loses
+// without it, and each one implemented that is not claimed (so that the
+// claims, which a wrapper's test copies, stay whole), all joined
+// (errors.Join); nil if they agree. It closes what it made, not tr. Run
+// calls it as its Abilities case.
+func CheckAbilities(tr transport.Transport, addr string, claimed Abilities) error {
+	var errs []error
+	err := probe(tr, addr, func(h held) error {
+		for _, ab := range abilities {
+			for _, v := range h.of(ab.on) {
+				has := ab.check(v.v)
+				switch {
+				case claimed.Has(ab.bit) && !has:
+					errs = append(errs, fmt.Errorf("transporttest: %s: its %s (%T) is not a %s, which it claims (transporttest.%s): %s",
+						tr, v.what, v.v, ab.iface, ab.id, ab.lost))
+				case !claimed.Has(ab.bit) && has:
+					errs = append(errs, fmt.Errorf("transporttest: %s: its %s (%T) is a %s, which it does not claim: add transporttest.%s to the claims",
+						tr, v.what, v.v, ab.iface, ab.id))
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
