@@ -157,22 +157,32 @@ func is[T any](v any) bool {
 // Has reports whether a holds every ability of b.
 func (a Abilities) Has(b Abilities) bool { return a&b == b }
 
-// String lists the abilities of a by the interfaces they are, each with
-// what implements it ("Socket transport.BatchSender"), or "none".
+// String names the abilities of a as its constants do, joined by "|"
+// ("SocketAsyncSender|SocketBatchSender"), or "none".
 func (a Abilities) String() string {
+	return a.list(func(ab ability) string { return ab.id }, "|")
+}
+
+// Interfaces lists the abilities of a by the interfaces they are, each
+// with what implements it ("Socket transport.BatchSender"), or "none".
+func (a Abilities) Interfaces() string {
+	return a.list(func(ab ability) string { return ab.on + " " + ab.iface }, ", ")
+}
+
+func (a Abilities) list(name func(ability) string, sep string) string {
 	var names []string
 	for _, ab := range abilities {
 		if a.Has(ab.bit) {
-			names = append(names, ab.on+" "+ab.iface)
+			names = append(names, name(ab))
 		}
 	}
-	if a&^(lastAbility<<1-1) != 0 {
-		names = append(names, fmt.Sprintf("unknown %#x", uint32(a&^(lastAbility<<1-1))))
+	if rest := a &^ (lastAbility<<1 - 1); rest != 0 {
+		names = append(names, fmt.Sprintf("Abilities(%#x)", uint32(rest)))
 	}
 	if len(names) == 0 {
 		return "none"
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, sep)
 }
 
 // held is what a probe found: the values whose abilities count.
@@ -287,10 +297,10 @@ func CheckAbilities(tr transport.Transport, addr string, claimed Abilities) erro
 				has := ab.check(v.v)
 				switch {
 				case claimed.Has(ab.bit) && !has:
-					errs = append(errs, fmt.Errorf("transporttest: %s: its %s (%T) is not a %s, which it claims (transporttest.%s): %s",
+					errs = append(errs, fmt.Errorf("transporttest: %s: its %s (%T) does not implement %s, which it claims (transporttest.%s): %s",
 						tr, v.what, v.v, ab.iface, ab.id, ab.lost))
 				case !claimed.Has(ab.bit) && has:
-					errs = append(errs, fmt.Errorf("transporttest: %s: its %s (%T) is a %s, which it does not claim: add transporttest.%s to the claims",
+					errs = append(errs, fmt.Errorf("transporttest: %s: its %s (%T) implements %s, which it does not claim: add transporttest.%s to the claims",
 						tr, v.what, v.v, ab.iface, ab.id))
 				}
 			}

@@ -163,7 +163,7 @@ func within(t *testing.T, d time.Duration, what string, fn func()) {
 func (e *env) need(a Abilities) {
 	e.t.Helper()
 	if !e.have.Has(a) {
-		e.t.Skipf("the Transport does not claim %v", a&^e.have)
+		e.t.Skipf("the Transport does not claim %v (%s)", a&^e.have, (a &^ e.have).Interfaces())
 	}
 }
 
@@ -174,7 +174,7 @@ func as[T any](t *testing.T, v any, a Abilities) T {
 	t.Helper()
 	x, ok := v.(T)
 	if !ok {
-		t.Fatalf("%T is not a %v, which the Transport claims", v, a)
+		t.Fatalf("%T does not implement %s, which the Transport claims (%v)", v, a.Interfaces(), a)
 	}
 	return x
 }
