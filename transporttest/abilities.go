@@ -28,8 +28,8 @@ type Abilities uint32
 // The abilities, with what dispatch loses when one is missing.
 const (
 	// TransportFrameLimiter: the Transport is a transport.FrameLimiter.
-	// Without it, a Client cannot refuse a request over the limit before
-	// sending it, nor name the limit in its error.
+	// Without it, a Client takes the default limit for the Transport's,
+	// and the in-process shortcut holds calls to that one.
 	TransportFrameLimiter Abilities = 1 << iota
 	// TransportAddrSpacer: the Transport is a transport.AddrSpacer. Without
 	// it, its addresses are taken for the host's, shared by every
@@ -40,8 +40,8 @@ const (
 	// Without it, its Clients never take the in-process shortcut.
 	TransportWireReporter
 	// ListenerFrameLimiter: its Listeners are transport.FrameLimiters.
-	// Without it, the in-process shortcut does not hold a call to the
-	// listener's limit, which the network would.
+	// Without it, the in-process shortcut holds a call to the client's
+	// limit, not the listener's, which the network would.
 	ListenerFrameLimiter
 	// ListenerClosedReporter: its Listeners are transport.ClosedReporters.
 	// Without it, the in-process shortcut routes calls to a closed
@@ -84,9 +84,9 @@ const (
 	lastAbility = SocketBuffered
 )
 
-// AllSocketAbilities are the abilities of a Socket of frames over a
-// connection: tcp's, whose Sockets have every one, and mux's (which, of
-// them, lack SocketFrameWaiter).
+// AllSocketAbilities are every ability a Socket may have. tcp's Sockets
+// have them all, mux's all but SocketFrameWaiter, memory's that one
+// alone.
 const AllSocketAbilities = SocketAsyncSender | SocketBatchSender | SocketFrameWaiter | SocketTLSReporter |
 	SocketUnwritten | SocketWaitWritten | SocketBuffered
 
@@ -103,13 +103,13 @@ type ability struct {
 
 var abilities = []ability{
 	{TransportFrameLimiter, "TransportFrameLimiter", "transport.FrameLimiter", onTransport, is[transport.FrameLimiter],
-		"a Client cannot refuse a request over the limit before sending it"},
+		"a Client takes the default frame limit for the Transport's, and the in-process shortcut holds calls to that one"},
 	{TransportAddrSpacer, "TransportAddrSpacer", "transport.AddrSpacer", onTransport, is[transport.AddrSpacer],
 		"its addresses are taken for the host's, and the in-process shortcut may call a Server this Transport could not reach"},
 	{TransportWireReporter, "TransportWireReporter", "transport.WireReporter", onTransport, is[transport.WireReporter],
 		"its Clients never take the in-process shortcut"},
 	{ListenerFrameLimiter, "ListenerFrameLimiter", "transport.FrameLimiter", onListener, is[transport.FrameLimiter],
-		"the in-process shortcut does not hold calls to the listener's frame limit"},
+		"the in-process shortcut holds calls to the client's frame limit, not the listener's, which the network would"},
 	{ListenerClosedReporter, "ListenerClosedReporter", "transport.ClosedReporter", onListener, is[transport.ClosedReporter],
 		"the in-process shortcut routes calls to a closed listener's Server until Serve notices"},
 	{ListenerWireReporter, "ListenerWireReporter", "transport.WireReporter", onListener, is[transport.WireReporter],
