@@ -25,6 +25,8 @@ const (
 	Held Kind = "held"
 	// PartitionReset: a partition that began reset the connection.
 	PartitionReset Kind = "partition-reset"
+	// Reset: Net.Reset reset the connection.
+	Reset Kind = "reset"
 	// Refused: a dial was refused.
 	Refused Kind = "refused"
 	// Hung: a dial hung until its context ended.

@@ -77,18 +77,33 @@ func (n *Net) Partition(p Partition) {
 	}
 	n.mu.Lock()
 	n.parts = append(n.parts, q)
-	var cut []*socket
+	n.mu.Unlock()
 	if p.Reset {
-		for s := range n.socks {
-			if q.crosses(s.host, s.addr) {
-				cut = append(cut, s)
-			}
+		n.reset(q, PartitionReset)
+	}
+}
+
+// Reset resets, now, the connections between the names of a and those of
+// b (hosts and dialled addresses), as a peer that restarted, or a router,
+// would: the dialling ends' Send and Recv fail with a connection reset,
+// the listening ends see the connection end. Later dials are not
+// affected.
+func (n *Net) Reset(a, b []string) {
+	n.reset(&partition{a: set(a), b: set(b)}, Reset)
+}
+
+func (n *Net) reset(q *partition, k Kind) {
+	n.mu.Lock()
+	var cut []*socket
+	for s := range n.socks {
+		if q.crosses(s.host, s.addr) {
+			cut = append(cut, s)
 		}
 	}
 	n.mu.Unlock()
 	slices.SortFunc(cut, func(a, b *socket) int { return compareConn(a.conn, b.conn) })
 	for _, s := range cut {
-		s.cut(PartitionReset)
+		s.cut(k)
 	}
 }
 
