@@ -59,7 +59,13 @@ type Rule struct {
 	// Duplicate is the chance that a request or a response (a frame with
 	// a Service-Method and a Seq, and no Stream header) is delivered
 	// twice; stream frames are never duplicated, since a second copy of
-	// one would be a message its sender never sent.
+	// one would be a message its sender never sent. No stream connection
+	// duplicates a frame, and zerodial's wire cannot tell a copy: a Seq is
+	// unique only among the calls in flight (WIRE.md) and is reused once
+	// its reply has come, so a copy of a response is taken for the reply
+	// of the call that takes its Seq next, and a copy of a request in
+	// flight is refused with a response of its own. It is for testing a
+	// peer's own guards.
 	Duplicate float64
 	// CutAfterFrames, when above 0, resets the connection when the frame
 	// after that many of its frames matching the rule is sent: those
