@@ -2,6 +2,7 @@ package faultnet_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/faultnet"
@@ -12,7 +13,8 @@ import (
 )
 
 // TestConformance: a Net with no faults wraps memory, tcp and mux into
-// Transports that keep the whole contract (transporttest).
+// Transports that keep the whole contract (transporttest), and so does one
+// that delays every frame.
 func TestConformance(t *testing.T) {
 	for name, mk := range map[string]func() (transport.Transport, string){
 		"memory": func() (transport.Transport, string) { return memory.New(), "" },
@@ -26,4 +28,13 @@ func TestConformance(t *testing.T) {
 			})
 		})
 	}
+	// With latency and jitter, the frames are late and the contract still
+	// holds: order, ownership, deadlines, Close.
+	t.Run("memory-latency", func(t *testing.T) {
+		transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
+			n := faultnet.New(1)
+			n.Add(faultnet.Rule{Latency: time.Millisecond, Jitter: time.Millisecond})
+			return n.Wrap(memory.New(), "client"), ""
+		})
+	})
 }

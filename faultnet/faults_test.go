@@ -421,3 +421,66 @@ func TestSeedReplays(t *testing.T) {
 	t.Setenv(faultnet.SeedEnv, "12345")
 	assert.Equal(t, uint64(12345), faultnet.TestSeed(t))
 }
+
+// TestCloseDelivers: frames sent before Close go on to the peer at their
+// time, as a network socket's buffers do, and the peer then sees the
+// end; the Transport's Close drops what a socket still holds at once.
+func TestCloseDelivers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c, s := pair(t, 1, faultnet.Rule{Latency: time.Second})
+		start := time.Now()
+		for i := range 3 {
+			require.NoError(t, c.Send(msg(i)))
+		}
+		require.NoError(t, c.Close())
+		require.ErrorIs(t, c.Send(msg(3)), transport.ErrClosed)
+		for i := range 3 {
+			n, at := recvAt(t, s, start)
+			assert.Equal(t, i, n)
+			assert.Equal(t, time.Second, at)
+		}
+		require.ErrorIs(t, s.Recv(&transport.Message{}), io.EOF)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		n := faultnet.New(1)
+		n.Add(faultnet.Rule{Latency: time.Second})
+		inner := memory.New()
+		tr := n.Wrap(inner, "client")
+		c, s := transporttest.Pair(t, tr, "server")
+		require.NoError(t, c.Send(msg(0)))
+		require.NoError(t, c.Close())
+		start := time.Now()
+		require.NoError(t, tr.Close())
+		require.ErrorIs(t, s.Recv(&transport.Message{}), io.EOF)
+		assert.Zero(t, time.Since(start), "the end seen at once, the frame dropped")
+		_, err := tr.Dial(context.Background(), "server")
+		require.ErrorIs(t, err, transport.ErrClosed)
+	})
+}
+
+// TestReset: Net.Reset resets the connections between two sets now, and
+// no other; later dials go ahead.
+func TestReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := faultnet.New(1)
+		inner := memory.New()
+		a := n.Wrap(inner, "a")
+		defer a.Close()
+		b := n.Wrap(inner, "b")
+		defer b.Close()
+		ac, as := transporttest.Pair(t, a, "server")
+		bc, _ := transporttest.Pair(t, b, "server")
+		n.Reset([]string{"a"}, []string{"server"})
+		requireReset(t, ac.Send(msg(0)))
+		require.ErrorIs(t, as.Recv(&transport.Message{}), io.EOF)
+		require.NoError(t, bc.Send(msg(0)), "b's connection is not reset")
+		c2, s2 := transporttest.Pair(t, a, "server2")
+		require.NoError(t, c2.Send(msg(1)))
+		got, _ := recvAt(t, s2, time.Now())
+		assert.Equal(t, 1, got)
+		ev := n.Events()
+		require.Len(t, ev, 1)
+		assert.Equal(t, faultnet.Reset, ev[0].Kind)
+		assert.Equal(t, "a→server#1", ev[0].Conn)
+	})
+}
