@@ -315,11 +315,13 @@ func TestFaultsRollingRestartIsOneEjection(t *testing.T) {
 		require.NoError(t, f.srvs[0].Shutdown(context.Background()))
 		f.start(0, f.addrs[0])
 		restarted := time.Now()
-		time.Sleep(dispatch.DefaultEjectFor - 50*time.Millisecond)
 		before := f.calls[0].Load()
-		synctest.Wait()
+		// Out from its first refusal, during the drain (up to 50 ms), for
+		// the default time out.
+		time.Sleep(dispatch.DefaultEjectFor - 100*time.Millisecond)
+		assert.False(t, c.Replicas()[0].In, "in before its time out ends")
 		assert.Equal(t, before, f.calls[0].Load(), "called while out")
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 		assert.Greater(t, f.calls[0].Load(), before, "called again by %v after the restart", time.Since(restarted))
 		assert.Empty(t, stop(), "a caller saw the restart")
 	})
