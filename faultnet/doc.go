@@ -24,6 +24,8 @@
 // wraps the socket it dials, and its Listen is the wrapped transport's.
 // So it takes a Wrap on the client's side alone, and faults reach a
 // server in another process, or one the test does not own, as well.
+// A server's own dials (a service calling another) go through the Transport
+// it dials with: Wrap that one too, under the server's host name.
 //
 // # Errors
 //
@@ -71,4 +73,7 @@
 // as they allow. TestSeed gives a test a seed, takes one from the
 // environment (FAULTNET_SEED) to replay, and prints it when the test
 // fails.
+//
+// docs/faults.md walks through a user's test of this kind
+// (examples/faults: Orders riding out a 30 s partition of Inventory).
 package faultnet
