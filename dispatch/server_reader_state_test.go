@@ -57,8 +57,7 @@ func TestReaderStateRace(t *testing.T) {
 			runtime.Gosched()
 		}
 	}
-	var reader func()
-	reader = func() {
+	reader := func() {
 		defer readers.Done()
 		for {
 			i := left.Add(-1)
