@@ -32,12 +32,11 @@ func TestReaderStateRace(t *testing.T) {
 		mu      sync.Mutex // the sweep's lock
 		watched bool       // whether the sweep watches the connection
 
-		left                atomic.Int64 // ops left to the readers
-		holds, readerWrites atomic.Int64
-		sweepWrites         atomic.Int64 // under mu
-		handOns, toldHanded atomic.Int64
-		readers             sync.WaitGroup // every reader goroutine, handed on or not
-		finished            = make(chan struct{})
+		left                             atomic.Int64 // ops left to the readers
+		holds, readerWrites, sweepWrites atomic.Int64
+		handOns, toldHanded              atomic.Int64
+		readers                          sync.WaitGroup // every reader goroutine, handed on or not
+		finished                         = make(chan struct{})
 	)
 	clock.Store(1)
 	left.Store(ops)
