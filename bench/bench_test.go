@@ -57,6 +57,8 @@ var implOrder = []string{
 	"zerodial-memory",
 	"zerodial-tcp",
 	"zerodial-mux",
+	"zerodial-tcp-unix",
+	"zerodial-mux-unix",
 	"zerodial-copy-otel",
 	"zerodial-memory-otel",
 	"zerodial-mux-otel",
@@ -81,6 +83,7 @@ var implOrder = []string{
 	"floor-chan",
 	"floor-tcp",
 	"floor-tcp-relay",
+	"floor-unix",
 	"floor-yamux",
 }
 

@@ -19,6 +19,8 @@ var impls = []struct{ name, family string }{
 	{"zerodial-memory", "zerodial"},
 	{"zerodial-tcp", "zerodial"},
 	{"zerodial-mux", "zerodial"},
+	{"zerodial-tcp-unix", "zerodial"},
+	{"zerodial-mux-unix", "zerodial"},
 	{"zerodial-copy-otel", "zerodial"},
 	{"zerodial-memory-otel", "zerodial"},
 	{"zerodial-mux-otel", "zerodial"},
@@ -43,6 +45,7 @@ var impls = []struct{ name, family string }{
 	{"floor-chan", "floor"},
 	{"floor-tcp", "floor"},
 	{"floor-tcp-relay", "floor"},
+	{"floor-unix", "floor"},
 	{"floor-yamux", "floor"},
 }
 
@@ -60,6 +63,8 @@ var paths = []struct{ impl, peer, floor string }{
 	{"zerodial-memory", "netrpc-pipe", "floor-chan"},
 	{"zerodial-tcp", "netrpc-tcp", "floor-tcp"},
 	{"zerodial-mux", "netrpc-yamux", "floor-yamux"},
+	{"zerodial-tcp-unix", "netrpc-tcp", "floor-unix"},
+	{"zerodial-mux-unix", "netrpc-yamux", "floor-unix"},
 }
 
 // migration pairs each row where one end of a net/rpc call has moved to
