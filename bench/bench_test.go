@@ -85,6 +85,11 @@ var implOrder = []string{
 	"floor-tcp-relay",
 	"floor-unix",
 	"floor-yamux",
+	"zerodial-tcp-proc",
+	"zerodial-tcp-unix-proc",
+	"zerodial-mux-unix-proc",
+	"floor-tcp-proc",
+	"floor-unix-proc",
 }
 
 var (

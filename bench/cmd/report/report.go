@@ -47,6 +47,11 @@ var impls = []struct{ name, family string }{
 	{"floor-tcp-relay", "floor"},
 	{"floor-unix", "floor"},
 	{"floor-yamux", "floor"},
+	{"zerodial-tcp-proc", "zerodial"},
+	{"zerodial-tcp-unix-proc", "zerodial"},
+	{"zerodial-mux-unix-proc", "zerodial"},
+	{"floor-tcp-proc", "floor"},
+	{"floor-unix-proc", "floor"},
 }
 
 var sizes = []string{"16B", "1KiB", "64KiB", "1MiB"}
@@ -65,6 +70,9 @@ var paths = []struct{ impl, peer, floor string }{
 	{"zerodial-mux", "netrpc-yamux", "floor-yamux"},
 	{"zerodial-tcp-unix", "netrpc-tcp", "floor-unix"},
 	{"zerodial-mux-unix", "netrpc-yamux", "floor-unix"},
+	{"zerodial-tcp-proc", "netrpc-tcp", "floor-tcp-proc"},
+	{"zerodial-tcp-unix-proc", "netrpc-tcp", "floor-unix-proc"},
+	{"zerodial-mux-unix-proc", "netrpc-yamux", "floor-unix-proc"},
 }
 
 // migration pairs each row where one end of a net/rpc call has moved to
