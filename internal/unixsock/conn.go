@@ -47,7 +47,7 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 func Dial(ctx context.Context, dial DialFunc, path string) (net.Conn, error) {
 	c, err := dial(ctx, "unix", path)
 	if err != nil {
-		return nil, err
+		return nil, tooLong(path, err)
 	}
 	if uc, ok := c.(*net.UnixConn); ok {
 		return newConn(uc, AddrOf(path)), nil
@@ -91,6 +91,19 @@ func CredOf(c net.Conn) (transport.PeerCred, bool) {
 		}
 	}
 	return transport.PeerCred{}, false
+}
+
+// maxPath is the longest socket path the system takes: sun_path's size,
+// less its terminating zero (107 bytes on Linux, 103 on the BSDs).
+var maxPath = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// tooLong says why a path over maxPath failed, where the system says only
+// "invalid argument".
+func tooLong(path string, err error) error {
+	if err != nil && len(path) > maxPath && errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("%w (a unix socket path has at most %d bytes; %s has %d)", err, maxPath, path, len(path))
+	}
+	return err
 }
 
 // errNotSocket refuses to replace a file that is not a socket.

@@ -78,7 +78,8 @@ func listenPattern(pattern string) (net.Listener, error) {
 }
 
 func bind(path string) (*net.UnixListener, error) {
-	return net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	return l, tooLong(path, err)
 }
 
 // checkStale looks at the socket file at path, which bind found taken: nil

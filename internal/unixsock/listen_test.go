@@ -181,3 +181,13 @@ func TestPath(t *testing.T) {
 		assert.False(t, ok, addr)
 	}
 }
+
+func TestPathTooLong(t *testing.T) {
+	path := filepath.Join(shortDir(t), strings.Repeat("a", 200)+".sock")
+	_, err := unixsock.Listen(path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a unix socket path has at most")
+	_, err = unixsock.Dial(context.Background(), (&net.Dialer{}).DialContext, path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a unix socket path has at most")
+}
