@@ -39,12 +39,12 @@ func TestConformanceUnix(t *testing.T) {
 	t.Run("tcp", func(t *testing.T) {
 		transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
 			return tcp.New(), unixListenAddr(t)
-		})
+		}, tcpAbilities)
 	})
 	t.Run("mux", func(t *testing.T) {
 		transporttest.Run(t, func(t *testing.T) (transport.Transport, string) {
 			return mux.New(), unixListenAddr(t)
-		})
+		}, muxAbilities)
 	})
 }
 
