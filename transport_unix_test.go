@@ -3,6 +3,7 @@ package transport_test
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -224,4 +225,29 @@ func TestUnixBackAmbiguous(t *testing.T) {
 	_, err = back.Dial(ctx, remote)
 	require.ErrorIs(t, err, transport.ErrConnectionRefused)
 	assert.Contains(t, err.Error(), "2 sessions come from that address")
+}
+
+// TestUnixAbstract: on Linux, "unix:@name" is a socket of the abstract
+// namespace, with no file, served and dialled as a path is.
+func TestUnixAbstract(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the abstract namespace is Linux's")
+	}
+	for name, mk := range unixTransports() {
+		t.Run(name, func(t *testing.T) {
+			tr := mk(nil)
+			defer tr.Close()
+			addr := fmt.Sprintf("unix:@zerodial-test-%d-%s", os.Getpid(), name)
+			l, err := tr.Listen(addr)
+			require.NoError(t, err)
+			defer l.Close()
+			assert.Equal(t, addr, l.Addr().String())
+			c, s := pair(t, tr, l)
+			cred, ok := s.(transport.PeerCredReporter).PeerCred()
+			require.True(t, ok)
+			assert.Equal(t, os.Getpid(), cred.PID)
+			_, ok = c.(transport.PeerCredReporter).PeerCred()
+			assert.True(t, ok)
+		})
+	}
 }
