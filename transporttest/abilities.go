@@ -80,15 +80,20 @@ const (
 	// message has arrived whole. Without it, a Server does not hold a
 	// reply back for the next one to join its write.
 	SocketBuffered
+	// SocketPeerCredReporter: its Sockets are transport.PeerCredReporters.
+	// Without it, a handler's dispatch.CallInfo has no credentials of a
+	// caller over a unix socket, which cannot then be authorised by its
+	// user.
+	SocketPeerCredReporter
 
-	lastAbility = SocketBuffered
+	lastAbility = SocketPeerCredReporter
 )
 
 // AllSocketAbilities are every ability a Socket may have. tcp's Sockets
 // have them all, mux's all but SocketFrameWaiter, memory's that one
 // alone.
 const AllSocketAbilities = SocketAsyncSender | SocketBatchSender | SocketFrameWaiter | SocketTLSReporter |
-	SocketUnwritten | SocketWaitWritten | SocketBuffered
+	SocketUnwritten | SocketWaitWritten | SocketBuffered | SocketPeerCredReporter
 
 // ability describes one bit of Abilities: the interface, what has it, and
 // whether v does.
@@ -130,6 +135,8 @@ var abilities = []ability{
 		"a Server's graceful Shutdown may close the connection with replies still queued"},
 	{SocketBuffered, "SocketBuffered", "interface{ Buffered() bool }", onSocket, is[buffered],
 		"a Server does not hold a reply back for the next one to join its write"},
+	{SocketPeerCredReporter, "SocketPeerCredReporter", "transport.PeerCredReporter", onSocket, is[transport.PeerCredReporter],
+		"handlers see no credentials of a caller over a unix socket (dispatch.CallInfo) and cannot authorise it by its user"},
 }
 
 // What an ability is found on.

@@ -2,6 +2,8 @@ package transporttest
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,6 +46,26 @@ func testTLSState(t *testing.T, e *env) {
 		if end.peers(w) {
 			assert.NotEmpty(t, st.PeerCertificates, "the %s Socket's TLS state has no peer certificate", end.name)
 		}
+	}
+}
+
+// testPeerCred: a transport.PeerCredReporter reports credentials only
+// over a unix socket ("unix:" addresses, docs/unix.md), and there, where
+// the system reports them, both ends name this process, which holds both.
+func testPeerCred(t *testing.T, e *env) {
+	e.need(SocketPeerCredReporter)
+	l := e.listen()
+	c, s := e.dial(l)
+	unix := strings.HasPrefix(l.Addr().String(), "unix:")
+	for name, end := range map[string]transport.Socket{"dialled": c, "accepted": s} {
+		cred, ok := as[transport.PeerCredReporter](t, end, SocketPeerCredReporter).PeerCred()
+		if !ok {
+			assert.Zero(t, cred, "the %s Socket reports no credentials and some", name)
+			continue
+		}
+		assert.True(t, unix, "the %s Socket reports credentials over %s, not a unix socket", name, l.Addr())
+		assert.Equal(t, transport.PeerCred{UID: os.Getuid(), GID: os.Getgid(), PID: os.Getpid()}, cred,
+			"the %s Socket's peer is this process", name)
 	}
 }
 

@@ -103,7 +103,8 @@ var forgetfuls = []forgetful{
 				unwritten
 				waitWritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketBatchSender, "transport.BatchSender", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -116,7 +117,8 @@ var forgetfuls = []forgetful{
 				unwritten
 				waitWritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketFrameWaiter, "transport.FrameWaiter", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -129,7 +131,8 @@ var forgetfuls = []forgetful{
 				unwritten
 				waitWritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketTLSReporter, "transport.TLSReporter", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -142,7 +145,8 @@ var forgetfuls = []forgetful{
 				unwritten
 				waitWritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketUnwritten, "interface{ Unwritten() int64 }", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -155,7 +159,8 @@ var forgetfuls = []forgetful{
 				transport.TLSReporter
 				waitWritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketWaitWritten, "interface{ WaitWritten(context.Context) error }", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -168,7 +173,8 @@ var forgetfuls = []forgetful{
 				transport.TLSReporter
 				unwritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketBuffered, "interface{ Buffered() bool }", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -181,7 +187,22 @@ var forgetfuls = []forgetful{
 				transport.TLSReporter
 				unwritten
 				waitWritten
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
+		})
+	}},
+	{transporttest.SocketPeerCredReporter, "transport.PeerCredReporter", tcpHas, "127.0.0.1:0", func() transport.Transport {
+		return tcpSockets(func(s fullSocket) transport.Socket {
+			return struct {
+				transport.Socket
+				transport.AsyncSender
+				transport.BatchSender
+				transport.FrameWaiter
+				transport.TLSReporter
+				unwritten
+				waitWritten
+				buffered
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 }
@@ -295,4 +316,5 @@ type fullSocket interface {
 	unwritten
 	waitWritten
 	buffered
+	transport.PeerCredReporter
 }

@@ -88,6 +88,7 @@ var cases = []testCase{
 	{"TLSState", testTLSState},
 	{"Written", testWritten},
 	{"Buffered", testBuffered},
+	{"PeerCred", testPeerCred},
 }
 
 type env struct {
