@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -44,7 +45,8 @@ var cases []testCase
 // of its own, and demands of each the outcome it has on the reference
 // path (tcp: a dispatch.Client over zerodial's wire), or the one b's
 // declared differences make of it. Each case runs as a subtest of its
-// name, with two of its own: "reference", and the path's name; a path
+// name, with two of its own: "reference" (run once in a test binary,
+// whatever the paths it runs the suite on), and the path's name; a path
 // that shows another outcome than it declares fails the latter, with the
 // case, the path and the outcome expected.
 func Run(t *testing.T, b Binding) {
@@ -80,10 +82,19 @@ func runCase(t *testing.T, b Binding, c *testCase) {
 	}
 
 	var ref Outcome
-	refOK := t.Run("reference", func(t *testing.T) {
-		ref = runOn(t, reference, c, nil)
-		c.check(t, ref)
-	})
+	cached, refOK := references.Load(c.name)
+	if refOK {
+		ref = cached.(Outcome)
+	} else {
+		refOK = t.Run("reference", func(t *testing.T) {
+			o := runOn(t, reference, c, nil)
+			c.check(t, o)
+			if !t.Failed() {
+				references.Store(c.name, o)
+			}
+			ref = o
+		})
+	}
 	if !refOK {
 		t.Fatalf("case %q failed on the reference path: nothing to compare %s with", c.name, b.Name())
 	}
@@ -152,6 +163,10 @@ func runOn(t *testing.T, b Binding, c *testCase, instead func(*testing.T, Caller
 	}
 	return o
 }
+
+// references are the outcomes of the cases on the reference path, each
+// run once by a test binary, whatever the paths it runs the suite on.
+var references sync.Map // case name -> Outcome
 
 // env is one case's Server, served on one path, and its Caller.
 type env struct {
