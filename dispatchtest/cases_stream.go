@@ -488,4 +488,3 @@ func registerStreamDetails(srv *dispatch.Server) error {
 		return e
 	}, dispatch.Borrows())
 }
-
