@@ -3,7 +3,9 @@ package dispatch_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/rpc"
+	"net/rpc/jsonrpc"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -155,10 +157,17 @@ func netrpcBinding(p dispatchtest.Profile, k *netrpcCodec) dispatchtest.Binding 
 	}
 }
 
+// jsonrpcCodec is net/rpc/jsonrpc's codecs, which bound nothing: the limits
+// a case asks for are not theirs to keep (dispatchtest.JSONCodec).
+var jsonrpcCodec = &netrpcCodec{
+	server: func(conn net.Conn, _ int) rpc.ServerCodec { return jsonrpc.NewServerCodec(conn) },
+	client: func(conn io.ReadWriteCloser, _ int) rpc.ClientCodec { return jsonrpc.NewClientCodec(conn) },
+}
+
 // TestConformance runs the suite on the five paths of zerodial's Client
 // and on the net/rpc codecs'.
 func TestConformance(t *testing.T) {
-	for _, b := range append(conformanceBindings, netrpcBinding(dispatchtest.NetRPCGob, gobCodec)) {
+	for _, b := range append(conformanceBindings, netrpcBinding(dispatchtest.NetRPCGob, gobCodec), netrpcBinding(dispatchtest.NetRPCJSON, jsonrpcCodec)) {
 		t.Run(b.Name(), func(t *testing.T) { dispatchtest.Run(t, b) })
 	}
 }

@@ -310,4 +310,79 @@ var GobCodec = &Difference{
 // (gobrpc), by a Client over gob's (DialCodec).
 var NetRPCGob = Profile{Name: "netrpc-gob", Differences: []*Difference{NoMetadata, NoDeadline, ErrorsAsText, GobCodec, NoPreface, NoStreams}}
 
-func init() { Profiles = append(Profiles, NetRPCGob) }
+// JSONCodec: the codec at both ends is net/rpc/jsonrpc's: its words where
+// a body does not decode, and no bound on what it reads or writes.
+var JSONCodec = &Difference{
+	Name: "jsonrpc's codec",
+	Doc:  "net/rpc/jsonrpc's codec at both ends, through ServeCodec: encoding/json's words for what does not decode, and its rule of dropping the fields a type lacks; it bounds nothing it reads or writes (ServeConn applies the wire's bounds to a connection)",
+	Effects: map[string]Effect{
+		"wrong args type": {Doc: "encoding/json's words", Want: []func(Outcome) Outcome{words(
+			"dispatch: decoding arguments of Arith.Multiply: json: cannot unmarshal string into Go value of type dispatchtest.Args")}},
+		"arguments of another type": {
+			Doc: "encoding/json drops the fields the type lacks: the handler runs with zero arguments (a strict Server refuses them)",
+			Want: []func(Outcome) Outcome{func(Outcome) Outcome {
+				return Outcome{Reply: "0", Interceptor: handled("Arith.Multiply *dispatchtest.Args {A:0 B:0}", "*int")}
+			}},
+		},
+		"a field of another type": {Doc: "encoding/json's words", Want: []func(Outcome) Outcome{words(
+			"dispatch: decoding arguments of Arith.Multiply: json: cannot unmarshal string into Go struct field Args.A of type int")}},
+		"a reply of another type": {Doc: "encoding/json's words", Want: []func(Outcome) Outcome{words(
+			"dispatch: decoding reply of Arith.Fill: json: cannot unmarshal object into Go value of type int64")}},
+		"a misspelled field refused by a strict Server": {Doc: "encoding/json's words", Want: []func(Outcome) Outcome{words(
+			`dispatch: decoding arguments of Arith.Multiply: json: unknown field "Bb"`)}},
+		"oversize args": {
+			Doc: "no bound: the call is made, the handler gets the arguments whole",
+			Want: []func(Outcome) Outcome{func(Outcome) Outcome {
+				return Outcome{Reply: "4194305", Interceptor: handled("Keeper.Len *dispatchtest.Blob 4194305", "*int"), Extra: "frame too large: false"}
+			}},
+		},
+		"request over the server's frame limit": {
+			Doc: "no bound: the call is made, the handler gets the arguments whole",
+			Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
+				o.Interceptor = handled("Big.Len *[]uint8 102400", "*int")
+				o.Extra = "ok, handler ran: true"
+				return o
+			}},
+		},
+		"reply over the client's frame limit": {
+			Doc:  "no bound: the reply arrives whole",
+			Want: []func(Outcome) Outcome{withExtra("ok, reply of 102400")},
+		},
+		"error reply over the frame limit": {
+			Doc:   "no bound: the error arrives whole, as its text",
+			Check: wantWholeErrors,
+		},
+		"error reply over the client's frame limit": {
+			Doc:   "no bound: the error arrives whole, as its text",
+			Check: wantWholeErrors,
+		},
+	},
+}
+
+// handled is what the recording interceptors log of a call of what (its
+// method, arguments' type and arguments) that returned a reply of type
+// reply without an error.
+func handled(what, reply string) []string {
+	return []string{"outer> " + what + " md=map[]", "inner> " + what + " md=map[]", "<inner " + reply + " err=<nil>", "<outer " + reply + " err=<nil>"}
+}
+
+// wantWholeErrors is errorReplyTooLarge's outcome when nothing bounds the
+// error: each of the four calls fails with the handler's whole error, as
+// text, and the connection goes on.
+func wantWholeErrors(t *testing.T, o Outcome) {
+	parts := strings.Split(o.Extra, "; ")
+	if assert.Len(t, parts, 5) {
+		for _, p := range parts[:4] {
+			msg, rest, _ := strings.Cut(p, " ")
+			assert.Equal(t, "(frame too large: false, shut down: false) (code )", rest)
+			assert.True(t, len(msg) > 64<<10 && strings.Trim(msg, "e") == "", "the handler's error, over 64 KiB")
+		}
+		assert.Equal(t, "then: ok", parts[4])
+	}
+}
+
+// NetRPCJSON is a Server reached through ServeCodec with net/rpc/jsonrpc's
+// codec, by a Client over jsonrpc's (DialCodec).
+var NetRPCJSON = Profile{Name: "netrpc-jsonrpc", Differences: []*Difference{NoMetadata, NoDeadline, ErrorsAsText, JSONCodec, NoPreface, NoStreams}}
+
+func init() { Profiles = append(Profiles, NetRPCGob, NetRPCJSON) }
