@@ -39,7 +39,7 @@ type testCase struct {
 
 // cases are the suite's cases, in the order Run runs them and Table
 // shows them.
-var cases = slices.Concat(unaryCases, decodeCases, errorCases, limitCases, streamCases)
+var cases = slices.Concat(unaryCases, decodeCases, errorCases, limitCases, streamCases, lostCases)
 
 // Run runs every case of the suite on the path b binds, each on a Server
 // of its own, and demands of each the outcome it has on the reference
