@@ -310,12 +310,13 @@ var streamCases = []testCase{
 		pr := e.svc.probe
 		s := openNums(t, e, context.Background(), "S.Flood")
 		// The caller does not receive: the handler must stall in Send,
-		// its count still for a tenth of a second (in a bubble,
-		// exactly; elsewhere a loaded machine may stop it sooner,
-		// which the bound below allows).
+		// its count still (in a bubble, once everything in it is
+		// blocked; elsewhere for a tenth of a second, which a loaded
+		// machine may not give it: it is then counted sooner, which the
+		// bound below allows).
 		last := int64(-1)
 		for {
-			time.Sleep(100 * time.Millisecond)
+			e.settle(100 * time.Millisecond)
 			n := pr.sent.Load()
 			if n == last {
 				break
@@ -353,7 +354,7 @@ var streamCases = []testCase{
 		o := Outcome{Handler: handlerSaid(t, e.svc.probe), Extra: fmt.Sprint(err)}
 		// The handler's end is on its way: were it delivered to the
 		// capture, it would be by now (in a bubble, certainly).
-		time.Sleep(20 * time.Millisecond)
+		e.settle(20 * time.Millisecond)
 		o.Reply = fmt.Sprint(md)
 		return o
 	}, check: want(Outcome{Handler: "context canceled", Extra: "<nil>", Reply: "map[was:here]"})},

@@ -148,15 +148,17 @@ func joinDocs(docs []string) string {
 // can.
 func runOn(t *testing.T, b Binding, c *testCase, instead func(*testing.T, Caller) Outcome) Outcome {
 	var o Outcome
+	bubble := c.timed && b.Bubble
 	body := func(t *testing.T) {
 		e := newEnv(t, b, Limits{})
+		e.bubble = bubble
 		if instead != nil {
 			o = instead(t, e.caller)
 			return
 		}
 		o = c.run(t, e)
 	}
-	if c.timed && b.Bubble {
+	if bubble {
 		synctest.Test(t, body)
 	} else {
 		body(t)
@@ -175,6 +177,8 @@ type env struct {
 	srv    *dispatch.Server
 	svc    *services
 	caller Caller
+	// bubble: the case runs in a synctest bubble.
+	bubble bool
 }
 
 // newEnv serves a new Server of the suite's services, made with opts, on
@@ -191,6 +195,18 @@ func newEnv(t *testing.T, b Binding, limits Limits, opts ...dispatch.ServerOptio
 // made with opts.
 func (e *env) again(limits Limits, opts ...dispatch.ServerOption) *env {
 	return newEnv(e.t, e.b, limits, opts...)
+}
+
+// settle waits for what is under way to happen: in a bubble, until every
+// goroutine in it is blocked (synctest.Wait), which is certain; elsewhere
+// for d, which a loaded machine may not give it — so a case settles only
+// before checking that something does not happen, never that it does.
+func (e *env) settle(d time.Duration) {
+	if e.bubble {
+		synctest.Wait()
+		return
+	}
+	time.Sleep(d)
 }
 
 // limit is the largest frame the path reads by default.
