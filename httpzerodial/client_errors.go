@@ -1,0 +1,48 @@
+package httpzerodial
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"connectrpc.com/connect"
+
+	"github.com/zerodial/transport/dispatch"
+)
+
+// fromConnect returns an error of connect-go's client as a Client of
+// dispatch reports it: what the server answered as a *dispatch.Error with
+// its code, message and details (DetailTypeURLPrefix); a failure to reach
+// the server, or of the connection under the request, as its cause (the
+// dispatch.Client says the connection failed, and a Client of replicas
+// tries another); anything else connect-go's client says (a stream over
+// HTTP/1.1, a response it cannot read) as a *dispatch.Error of its code.
+func fromConnect(err error) error {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	if !connect.IsWireError(err) {
+		if cause := ce.Unwrap(); networkFailure(cause) {
+			return cause
+		}
+	}
+	e := &dispatch.Error{Code: DispatchCode(ce.Code()), Message: ce.Message()}
+	if ds := ce.Details(); len(ds) > 0 {
+		out := make([]dispatch.ErrorDetail, len(ds))
+		for i, d := range ds {
+			out[i] = dispatch.ErrorDetail{Type: d.Type(), Value: d.Bytes()}
+		}
+		e = e.WithDetails(out...)
+	}
+	return e
+}
+
+// networkFailure reports whether err is a failure of the network under a
+// request: a dial, a read or write of its connection, the peer gone.
+func networkFailure(err error) bool {
+	var ne net.Error
+	return err != nil && (errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE))
+}
