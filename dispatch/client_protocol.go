@@ -232,6 +232,9 @@ type protocolStream struct {
 	hasEnd  bool
 	closed  bool
 	sendEnd bool
+	// peerEnded: a Send found the stream ended by the server, whose end
+	// Receive has still to say.
+	peerEnded bool
 }
 
 func (s *protocolStream) send(m any) error {
@@ -257,6 +260,7 @@ func (s *protocolStream) send(m any) error {
 		// The handler has ended: its error, when Receive has told it, is
 		// what Send fails with.
 		s.mu.Lock()
+		s.peerEnded = true
 		end, hasEnd = s.end, s.hasEnd
 		s.mu.Unlock()
 		if hasEnd && end != io.EOF {
@@ -331,7 +335,7 @@ func (s *protocolStream) close() {
 func (s *protocolStream) ended() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.hasEnd
+	return s.hasEnd || s.peerEnded
 }
 
 func (s *protocolStream) codec() codec.Codec { return s.c.codec }

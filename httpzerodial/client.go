@@ -163,6 +163,7 @@ func (p *httpProtocol) Connect(_ context.Context, addr string) (dispatch.Protoco
 	ctx, stop := context.WithCancel(context.Background())
 	c := &httpConn{p: p, base: strings.TrimSuffix(base, "/"), ctx: ctx, stop: stop}
 	c.unaryHC, c.streamHC = p.o.hc, p.o.hc
+	c.streamH1 = p.o.hc != nil && u.Scheme == "http" && speaksHTTP1(p.o.hc)
 	if p.o.hc == nil {
 		c.unaryHC, c.streamHC = &http.Client{Transport: p.h1}, &http.Client{Transport: p.h1}
 		if u.Scheme == "http" {
@@ -181,6 +182,9 @@ type httpConn struct {
 	p                 *httpProtocol
 	base              string
 	unaryHC, streamHC *http.Client
+	// streamH1 says that streamHC speaks HTTP/1.1 to the base URL: its
+	// streams go one way (httpStream.oneWay).
+	streamH1 bool
 	// ctx ends with the connection (Close), ending the calls and streams
 	// in flight.
 	ctx  context.Context
@@ -214,7 +218,7 @@ func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, 
 	defer cancel()
 	stop := context.AfterFunc(c.ctx, cancel)
 	defer stop()
-	req := connect.NewRequest(&outgoing{args})
+	req := connect.NewRequest(&outgoing{v: args})
 	setMetadata(req.Header(), md)
 	res, err := cl.CallUnary(ctx, req)
 	if err != nil {

@@ -19,7 +19,11 @@ func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(dat
 
 // outgoing is a request or a stream message of a Client as connect-go
 // carries it: the caller's value, encoded by sendCodec.
-type outgoing struct{ v any }
+type outgoing struct {
+	v       any
+	raw     []byte // encoded already: a stream's message kept for its request
+	encoded bool
+}
 
 // incoming is a reply or a stream message of a Client as connect-go
 // carries it: its bytes, copied out of connect-go's buffer (which it
@@ -39,6 +43,9 @@ func (s sendCodec) Marshal(v any) ([]byte, error) {
 	m, ok := v.(*outgoing)
 	if !ok {
 		return nil, fmt.Errorf("httpzerodial: cannot marshal %T", v)
+	}
+	if m.encoded {
+		return m.raw, nil // its own: connect-go may pool it
 	}
 	if a, ok := s.c.(codec.Appender); ok {
 		return a.AppendMarshal(nil, m.v) // bytes of its own: connect-go pools them
