@@ -43,8 +43,8 @@ type Protocol interface {
 // ProtocolConn is one connection of a Protocol: the calls and streams of
 // a Client go over it, many at once, from many goroutines. The Client has
 // applied the nil rule, zeroed the reply and run its interceptors before a
-// call gets here; what a connection must do is carry the call and say how
-// it ended:
+// call gets here, and decodes the reply itself; what a connection must do
+// is carry the call and say how it ended:
 //
 //   - an *Error for what the server answered (its code, message and
 //     details; the code of a deadline or cancellation the server saw
@@ -53,16 +53,21 @@ type Protocol interface {
 //     sent, the response could not be read), which the Client reports as
 //     the connection's failure, naming the call; an error matching a
 //     *net.OpError whose Op is "dial" says that nothing was sent;
-//   - and it returns as soon as ctx ends, whatever it is doing, touching
-//     neither args nor reply afterwards: the Client then returns ctx's
-//     error. ctx carries the deadline to send to the server.
+//   - and it returns as soon as ctx ends, whatever it is doing, reading
+//     args no more: the Client then returns ctx's error. ctx carries the deadline to send to the server.
+//
+// The bytes of a reply and of a stream's messages are in the Protocol's
+// Codec, which the Client decodes them with, so that a reply that does not
+// fit the caller's type fails as on every path.
 type ProtocolConn interface {
-	// Call calls method ("Service.Method") with args and decodes the
-	// reply into reply, a non-nil pointer. md is the caller's metadata
-	// (WithMetadata), nil when there is none. It returns the reply
-	// metadata the handler set (SetReplyMetadata), with an error too when
-	// the server sent it.
-	Call(ctx context.Context, method string, md Metadata, args, reply any) (replyMD Metadata, err error)
+	// Call calls method ("Service.Method") with args, which it encodes
+	// in the Protocol's Codec, and returns the reply's bytes in that
+	// codec, which the Client decodes into the caller's reply (empty: the
+	// zero value) and which the connection does not touch again. md is
+	// the caller's metadata (WithMetadata), nil when there is none. It
+	// returns the reply metadata the handler set (SetReplyMetadata), with
+	// an error too when the server sent it.
+	Call(ctx context.Context, method string, md Metadata, args any) (reply []byte, replyMD Metadata, err error)
 	// OpenStream opens a stream to method, with the caller's metadata md;
 	// ctx bounds the whole stream. It may return before the server has
 	// answered: what the server says comes from Receive.
@@ -176,18 +181,25 @@ type protocolConn struct {
 }
 
 func (c *protocolConn) call(ctx context.Context, name string, args, reply any) error {
-	md, err := c.pc.Call(ctx, name, outgoing(ctx), args, reply)
+	b, md, err := c.pc.Call(ctx, name, outgoing(ctx), args)
 	if ctx.Err() != nil {
 		return ctxError(ctx) // the caller's context ended first, as on every path
 	}
-	if e, ok := err.(*Error); ok || err == nil {
+	if e, ok := err.(*Error); ok {
 		capturesOf(ctx).deliver(md)
-		if ok {
-			return e
-		}
-		return nil
+		return e
 	}
-	return protocolFailure(err)
+	if err != nil {
+		return protocolFailure(err)
+	}
+	capturesOf(ctx).deliver(md)
+	if len(b) > 0 {
+		if err := c.codec.Unmarshal(b, reply); err != nil {
+			zero(reply)
+			return decodeReplyError(name, err)
+		}
+	}
+	return nil
 }
 
 // protocolFailure is the error of a call or stream that err, a failure of

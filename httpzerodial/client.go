@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 
+	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
 )
@@ -202,7 +205,9 @@ func (c *httpConn) client(m *sync.Map, name string, hc *http.Client) *connect.Cl
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		path = "/" + name[:i] + "/" + name[i+1:]
 	}
-	opts := append([]connect.ClientOption(nil), c.p.o.connect...)
+	// The reply is bounded as zerodial's wire bounds a frame, unless the
+	// caller's options say otherwise.
+	opts := append([]connect.ClientOption{connect.WithReadMaxBytes(transport.DefaultMaxFrameSize)}, c.p.o.connect...)
 	if c.p.o.protocol != nil {
 		opts = append(opts, c.p.o.protocol)
 	}
@@ -211,27 +216,98 @@ func (c *httpConn) client(m *sync.Map, name string, hc *http.Client) *connect.Cl
 	return cl.(*connect.Client[outgoing, incoming])
 }
 
-// Call makes a unary call (dispatch.ProtocolConn).
-func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, args, reply any) (dispatch.Metadata, error) {
+// Call makes a unary call (dispatch.ProtocolConn). The arguments are
+// encoded here, on the caller's goroutine, so that nothing reads them once
+// the call has returned.
+//
+// A call with a deadline sends it (Connect-Timeout-Ms, grpc-timeout)
+// rounded up, not down as connect-go does, and its request is not ended by
+// the deadline's passing: the server's handler ends at the deadline as it
+// does on every path (context.DeadlineExceeded, not the Canceled of a
+// request that went away), and answers so. The caller returns at its
+// deadline meanwhile, and the request goes on without it until the
+// server's answer, or a second after the deadline.
+func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, args any) ([]byte, dispatch.Metadata, error) {
 	cl := c.client(&c.unary, name, c.unaryHC)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel)
-	defer stop()
-	req := connect.NewRequest(&outgoing{v: args})
+	body, err := sendCodec{c.p.o.codec}.Marshal(&outgoing{v: args})
+	if err != nil {
+		return nil, nil, &dispatch.Error{Code: dispatch.CodeInternal, Message: "httpzerodial: encoding the arguments of " + name + ": " + err.Error()}
+	}
+	req := connect.NewRequest(&outgoing{raw: body, encoded: true})
 	setMetadata(req.Header(), md)
-	res, err := cl.CallUnary(ctx, req)
+	d, ok := ctx.Deadline()
+	if !ok {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(c.ctx, cancel)
+		defer stop()
+		return c.answer(cl.CallUnary(ctx, req))
+	}
+	c.setTimeout(req.Header(), time.Until(d))
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopCaller := context.AfterFunc(ctx, func() {
+		if ctx.Err() != context.DeadlineExceeded {
+			cancel() // the caller cancelled: so does the request
+		}
+	})
+	stopConn := context.AfterFunc(c.ctx, cancel)
+	late := time.AfterFunc(time.Until(d)+time.Second, cancel)
+	done := make(chan unaryResult, 1)
+	go func() {
+		res, err := cl.CallUnary(rctx, req)
+		stopCaller()
+		stopConn()
+		late.Stop()
+		cancel()
+		done <- unaryResult{res, err}
+	}()
+	select {
+	case r := <-done:
+		return c.answer(r.res, r.err)
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
+// unaryResult is what connect-go's CallUnary returned.
+type unaryResult struct {
+	res *connect.Response[incoming]
+	err error
+}
+
+// answer returns the outcome of a unary call as dispatch.ProtocolConn's
+// Call does.
+func (c *httpConn) answer(res *connect.Response[incoming], err error) ([]byte, dispatch.Metadata, error) {
 	if err != nil {
 		if c.ctx.Err() != nil {
-			return nil, dispatch.ErrShutdown
+			return nil, nil, dispatch.ErrShutdown
 		}
-		return errorMetadata(err), fromConnect(err)
+		return nil, errorMetadata(err), fromConnect(err)
 	}
-	replyMD := replyMetadata(res.Header(), nil)
-	if err := c.p.o.codec.Unmarshal(res.Msg.data, reply); err != nil && len(res.Msg.data) > 0 {
-		return replyMD, &dispatch.Error{Code: dispatch.CodeInternal, Message: "httpzerodial: decoding the reply of " + name + ": " + err.Error()}
+	return res.Msg.data, replyMetadata(res.Header(), nil), nil
+}
+
+// setTimeout sets the timeout header of the protocol to timeout, rounded
+// up to its unit.
+func (c *httpConn) setTimeout(h http.Header, timeout time.Duration) {
+	if timeout <= 0 {
+		timeout = 1
 	}
-	return replyMD, nil
+	if c.p.o.protocol == nil { // Connect
+		h.Set("Connect-Timeout-Ms", strconv.FormatInt(int64((timeout+time.Millisecond-1)/time.Millisecond), 10))
+		return
+	}
+	// gRPC's: at most 8 digits, in the smallest unit that holds it.
+	units := []struct {
+		size time.Duration
+		unit string
+	}{{time.Nanosecond, "n"}, {time.Microsecond, "u"}, {time.Millisecond, "m"}, {time.Second, "S"}, {time.Minute, "M"}, {time.Hour, "H"}}
+	for _, u := range units {
+		if n := (timeout + u.size - 1) / u.size; n < 1e8 || u.unit == "H" {
+			h.Set("Grpc-Timeout", strconv.FormatInt(int64(n), 10)+u.unit)
+			return
+		}
+	}
 }
 
 // Err reports the connection closed.
