@@ -234,7 +234,9 @@ func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, 
 		return nil, nil, &dispatch.Error{Code: dispatch.CodeInternal, Message: "httpzerodial: encoding the arguments of " + name + ": " + err.Error()}
 	}
 	req := connect.NewRequest(&outgoing{raw: body, encoded: true})
-	setMetadata(req.Header(), md)
+	if err := requestMetadata(req.Header(), md); err != nil {
+		return nil, nil, err
+	}
 	d, ok := ctx.Deadline()
 	if !ok {
 		ctx, cancel := context.WithCancel(ctx)

@@ -21,6 +21,9 @@ import (
 // and closed its side (oneWay).
 func (c *httpConn) OpenStream(ctx context.Context, name string, md dispatch.Metadata) (dispatch.ProtocolStream, error) {
 	cl := c.client(&c.streams, name, c.streamHC)
+	if err := requestMetadata(http.Header{}, md); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &httpStream{cancel: cancel, cl: cl, ctx: ctx, md: md, name: name, codec: c.p.o.codec}
 	s.stop = context.AfterFunc(c.ctx, cancel)
@@ -29,7 +32,7 @@ func (c *httpConn) OpenStream(ctx context.Context, name string, md dispatch.Meta
 		return s, nil
 	}
 	bs := cl.CallBidiStream(ctx)
-	setMetadata(bs.RequestHeader(), md)
+	_ = requestMetadata(bs.RequestHeader(), md) // checked above
 	conn, err := bs.Conn()
 	if err != nil {
 		s.end()
@@ -128,7 +131,7 @@ func (s *httpStream) CloseSend() error {
 	s.reqClosed = true
 	if s.oneWay {
 		req := connect.NewRequest(&outgoing{raw: s.first, encoded: true})
-		setMetadata(req.Header(), s.md)
+		_ = requestMetadata(req.Header(), s.md) // checked by OpenStream
 		ss, err := s.cl.CallServerStream(s.ctx, req)
 		if err != nil {
 			return fromConnect(err)

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/httpzerodial"
 )
@@ -270,4 +272,46 @@ func TestClientThroughProxy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Metadata a header cannot carry is refused with CodeInvalidArgument, in
+// words that say so, before anything is sent: never dropped in silence.
+func TestClientMetadataNotAHeader(t *testing.T) {
+	srv := dispatch.NewServer()
+	newCalc(t, srv)
+	ts := serve(t, srv)
+	c := dialHTTP(t, ts.URL)
+	for _, md := range []dispatch.Metadata{{"ключ": "v"}, {"k": "a\nb"}} {
+		var r int
+		err := c.Call(dispatch.WithMetadata(context.Background(), md), "Calc.Add", &Pair{}, &r)
+		var e *dispatch.Error
+		require.ErrorAs(t, err, &e, "%v", md)
+		assert.Equal(t, dispatch.CodeInvalidArgument, e.Code)
+		assert.Contains(t, e.Message, "HTTP header")
+		s, err := dispatch.OpenStream[Pair, int](dispatch.WithMetadata(context.Background(), md), c, "Calc.Echo")
+		require.NoError(t, err)
+		for _, err := range s.Recv() {
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, dispatch.CodeInvalidArgument, e.Code)
+		}
+	}
+}
+
+// A reply over the read limit fails the call as a frame over the limit
+// does on zerodial's wire.
+func TestClientReplyOverLimit(t *testing.T) {
+	srv := dispatch.NewServer()
+	require.NoError(t, dispatch.Handle(srv, "Big.Make", func(ctx context.Context, n *int, r *[]byte) error {
+		*r = make([]byte, *n)
+		return nil
+	}))
+	ts := serve(t, srv)
+	c := dialHTTP(t, ts.URL, httpzerodial.WithClientConnectOptions(connect.WithReadMaxBytes(1000)))
+	var r []byte
+	err := c.Call(context.Background(), "Big.Make", new(2000), &r)
+	assert.ErrorIs(t, err, transport.ErrFrameTooLarge)
+	assert.ErrorIs(t, err, dispatch.ErrShutdown)
+	assert.Contains(t, err.Error(), "Big.Make over http: ")
+	require.NoError(t, c.Call(context.Background(), "Big.Make", new(10), &r))
+	assert.Len(t, r, 10)
 }
