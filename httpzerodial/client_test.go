@@ -3,10 +3,12 @@ package httpzerodial_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/httpzerodial"
+	"github.com/zerodial/transport/resolver"
 )
 
 // clientProtocol is one way Dial's Client reaches the Handler.
@@ -314,4 +317,38 @@ func TestClientReplyOverLimit(t *testing.T) {
 	assert.Contains(t, err.Error(), "Big.Make over http: ")
 	require.NoError(t, c.Call(context.Background(), "Big.Make", new(10), &r))
 	assert.Len(t, r, 10)
+}
+
+// Replicas over several base URLs: a call goes to one that answers, and
+// one that does not (nobody serves its address) is ejected, as on every
+// path; the handler's shutdown refusal (unavailable) sends the call to
+// another.
+func TestClientReplicas(t *testing.T) {
+	var urls []string
+	for range 2 {
+		srv := dispatch.NewServer()
+		newCalc(t, srv)
+		urls = append(urls, strings.TrimPrefix(serve(t, srv).URL, "http://"))
+	}
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadAddr := strings.TrimPrefix(dead.URL, "http://")
+	dead.Close()
+	c := dialHTTP(t, "static:///"+strings.Join(append(urls, deadAddr), ","),
+		httpzerodial.WithDispatchOptions(dispatch.WithResolver(resolver.Default)))
+	for range 20 {
+		sum, err := add.Call(context.Background(), c, Pair{A: 2, B: 3})
+		require.NoError(t, err)
+		assert.Equal(t, 5, sum)
+	}
+	states := c.Replicas()
+	require.Len(t, states, 3)
+	for _, st := range states {
+		if st.Addr == deadAddr {
+			assert.False(t, st.In, "the replica nobody serves is out: %+v", st)
+			assert.Error(t, st.Why, "why it is out")
+			assert.Contains(t, fmt.Sprint(st.Why), "connection refused")
+		} else {
+			assert.True(t, st.In, "%+v", st)
+		}
+	}
 }
