@@ -229,7 +229,7 @@ func (c *httpConn) client(m *sync.Map, name string, hc *http.Client) *connect.Cl
 // server's answer, or a second after the deadline.
 func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, args any) ([]byte, dispatch.Metadata, error) {
 	cl := c.client(&c.unary, name, c.unaryHC)
-	body, err := sendCodec{c.p.o.codec}.Marshal(&outgoing{v: args})
+	body, err := encodeArgs(c.p.o.codec, args)
 	if err != nil {
 		return nil, nil, &dispatch.Error{Code: dispatch.CodeInternal, Message: "httpzerodial: encoding the arguments of " + name + ": " + err.Error()}
 	}
@@ -269,6 +269,15 @@ func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, 
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	}
+}
+
+// encodeArgs returns v encoded by cdc, in bytes of their own (connect-go
+// pools what it sends).
+func encodeArgs(cdc codec.Codec, v any) ([]byte, error) {
+	if a, ok := cdc.(codec.Appender); ok {
+		return a.AppendMarshal(nil, v)
+	}
+	return cdc.Marshal(v)
 }
 
 // unaryResult is what connect-go's CallUnary returned.
@@ -335,28 +344,55 @@ func (c *httpConn) Close() {
 var responseHeaders = map[string]bool{"date": true, "server": true, "vary": true, "alt-svc": true, "via": true}
 
 // replyMetadata returns the reply metadata of a response's headers and
-// trailers: each header that is neither the protocol's nor HTTP's.
+// trailers: each header that is neither the protocol's nor HTTP's, its
+// name in lower case, its values joined by ", "; nil when there is none.
+// Most responses carry none, so a header is known for the protocol's or
+// HTTP's without a copy of its name in lower case.
 func replyMetadata(h, trailer http.Header) dispatch.Metadata {
-	md := metadataFrom(h)
-	for k, vs := range trailer {
-		name := strings.ToLower(k)
-		if reserved(name) {
-			continue
+	var md dispatch.Metadata
+	for _, hh := range [2]http.Header{h, trailer} {
+		for k, vs := range hh {
+			if notMetadata(k) {
+				continue
+			}
+			name := strings.ToLower(k)
+			if reserved(name) || responseHeaders[name] {
+				continue
+			}
+			if md == nil {
+				md = make(dispatch.Metadata)
+			}
+			md[name] = strings.Join(vs, ", ")
 		}
-		if md == nil {
-			md = make(dispatch.Metadata)
-		}
-		md[name] = strings.Join(vs, ", ")
-	}
-	for k := range md {
-		if responseHeaders[k] {
-			delete(md, k)
-		}
-	}
-	if len(md) == 0 {
-		return nil
 	}
 	return md
+}
+
+// canonicalNotMetadata are the headers that are never metadata, in the
+// canonical form of net/http's (http.CanonicalHeaderKey).
+var canonicalNotMetadata = func() map[string]bool {
+	m := make(map[string]bool)
+	for k := range protocolHeaders {
+		m[http.CanonicalHeaderKey(k)] = true
+	}
+	for k := range responseHeaders {
+		m[http.CanonicalHeaderKey(k)] = true
+	}
+	return m
+}()
+
+// notMetadata reports, without allocating, whether a header name in
+// net/http's canonical form is sure to be no metadata.
+func notMetadata(k string) bool {
+	if canonicalNotMetadata[k] {
+		return true
+	}
+	for _, p := range [...]string{"Connect-", "Grpc-", "Trailer-"} {
+		if len(k) >= len(p) && k[:len(p)] == p {
+			return true
+		}
+	}
+	return false
 }
 
 // errorMetadata returns the reply metadata an error of connect-go

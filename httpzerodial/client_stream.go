@@ -105,7 +105,7 @@ func (s *httpStream) Send(m any) error {
 		if s.sent > 0 {
 			return s.errOneWay()
 		}
-		b, err := sendCodec{s.codec}.Marshal(&outgoing{v: m})
+		b, err := encodeArgs(s.codec, m)
 		if err != nil {
 			return &dispatch.Error{Code: dispatch.CodeInternal, Message: "httpzerodial: encoding a message of " + s.name + ": " + err.Error()}
 		}
