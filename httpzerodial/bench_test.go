@@ -124,3 +124,113 @@ func BenchmarkStream(b *testing.B) {
 		})
 	}
 }
+
+// What calling through httpzerodial's Client (Dial: a dispatch.Client over
+// HTTP) costs over calling with connect-go's own client, on the same
+// handler, protocol, codec and HTTP: the Connect protocol in msgpack, a
+// unary call over HTTP/1.1 and a server stream over h2c, as Dial's Client
+// sends them by default. The rows named */dial are this Client (a typed
+// call, Method.Call; CallStream), the rows named */connect connect-go's
+// generic client of the same Go types; handler is the Handler serving a
+// dispatch.Server (zerodial) or connect-go's own handler (native).
+//
+//	go test -run '^$' -bench 'Client' -benchmem
+
+// BenchmarkClientUnary makes one 16-byte call (Calc.Add) at a time.
+func BenchmarkClientUnary(b *testing.B) {
+	for _, native := range []bool{false, true} {
+		handler := "zerodial"
+		if native {
+			handler = "native"
+		}
+		b.Run(handler+"/connect", func(b *testing.B) {
+			ts := benchServer(b, native, msgpackCodec{})
+			add := client[Pair, int](b, ts, protocols[0], "/Calc/Add", connect.WithCodec(msgpackCodec{}))
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := add.CallUnary(ctx, connect.NewRequest(&Pair{A: 2, B: 3}))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if *res.Msg != 5 {
+					b.Fatalf("2+3 = %d", *res.Msg)
+				}
+			}
+		})
+		b.Run(handler+"/dial", func(b *testing.B) {
+			ts := benchServer(b, native, msgpackCodec{})
+			c := dialHTTP(b, ts.URL)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				sum, err := add.Call(ctx, c, Pair{A: 2, B: 3})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if sum != 5 {
+					b.Fatalf("2+3 = %d", sum)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkClientStream receives a server stream of 10,000 messages per op
+// (Calc.Count).
+func BenchmarkClientStream(b *testing.B) {
+	const n = 10000
+	for _, native := range []bool{false, true} {
+		handler := "zerodial"
+		if native {
+			handler = "native"
+		}
+		b.Run(handler+"/connect", func(b *testing.B) {
+			ts := benchServer(b, native, msgpackCodec{})
+			cl := client[Pair, int](b, ts, protocols[1], "/Calc/Count", connect.WithCodec(msgpackCodec{}))
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				st, err := cl.CallServerStream(ctx, connect.NewRequest(&Pair{A: n}))
+				if err != nil {
+					b.Fatal(err)
+				}
+				got := 0
+				for st.Receive() {
+					got++
+					if *st.Msg() != got {
+						b.Fatalf("message %d is %d", got, *st.Msg())
+					}
+				}
+				if err := st.Err(); err != nil && !errors.Is(err, io.EOF) {
+					b.Fatal(err)
+				}
+				st.Close()
+				if got != n {
+					b.Fatalf("%d messages, want %d", got, n)
+				}
+			}
+		})
+		b.Run(handler+"/dial", func(b *testing.B) {
+			ts := benchServer(b, native, msgpackCodec{})
+			c := dialHTTP(b, ts.URL)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				got := 0
+				for m, err := range dispatch.CallStream[Pair, int](ctx, c, "Calc.Count", &Pair{A: n}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					got++
+					if *m != got {
+						b.Fatalf("message %d is %d", got, *m)
+					}
+				}
+				if got != n {
+					b.Fatalf("%d messages, want %d", got, n)
+				}
+			}
+		})
+	}
+}

@@ -78,6 +78,12 @@
 //     than POST) and 415 (a Content-Type it does not serve), which it
 //     sends bare, get one saying what to send instead (unimplemented).
 //
+// Dial is the other end: a dispatch.Client whose calls and streams go
+// over HTTP to a base URL through connect-go's client, so that a program
+// calls a service reached only over HTTP with the code it calls it with
+// over any path (typed descriptors, OpenStream, CallStream, interceptors,
+// replicas); its doc says what differs.
+//
 // Describe serves the list of the methods with the JSON Schema of what each
 // takes and gives, for a person with curl to know what to send. The health
 // service (package health) is a Server's methods like any, so it answers at

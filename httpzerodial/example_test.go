@@ -3,6 +3,7 @@ package httpzerodial_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -126,4 +127,58 @@ func Example_connectClient() {
 	// Connect: 3
 	// gRPC: 3
 	// invalid_argument invalid_argument: division by zero
+}
+
+// Calling a service over HTTP from Go with the code that calls it over any
+// other path: Dial returns a dispatch.Client whose calls go through
+// connect-go's client (the Connect protocol, in msgpack), so the typed
+// descriptor of the method — declared once, beside the service — is
+// called as it is over zerodial's wire, its handler's error arriving with
+// its code.
+func ExampleDial() {
+	type Item struct {
+		SKU string
+		N   int
+	}
+	Reserve := dispatch.NewMethod[Item, int]("Inventory.Reserve")
+
+	srv := dispatch.NewServer()
+	stock := map[string]int{"apple": 3}
+	if err := Reserve.Handle(srv, func(ctx context.Context, it *Item, left *int) error {
+		if stock[it.SKU] < it.N {
+			return &dispatch.Error{Code: dispatch.CodeFailedPrecondition, Message: "not enough " + it.SKU}
+		}
+		stock[it.SKU] -= it.N
+		*left = stock[it.SKU]
+		return nil
+	}); err != nil {
+		panic(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	hs := &http.Server{Handler: httpzerodial.NewHandler(srv), Protocols: httpzerodial.Protocols()}
+	go hs.Serve(l)
+	defer func() {
+		srv.Shutdown(context.Background())
+		hs.Shutdown(context.Background())
+	}()
+
+	ctx := context.Background()
+	c, err := httpzerodial.Dial(ctx, "http://"+l.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	left, err := Reserve.Call(ctx, c, Item{SKU: "apple", N: 2})
+	fmt.Println(left, err)
+	_, err = Reserve.Call(ctx, c, Item{SKU: "apple", N: 2})
+	var e *dispatch.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Code, e.Message)
+	}
+	// Output:
+	// 1 <nil>
+	// failed_precondition not enough apple
 }
