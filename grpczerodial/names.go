@@ -1,0 +1,21 @@
+package grpczerodial
+
+import (
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// dispatchName turns gRPC's full method name, "/pkg.Service/Method", into
+// dispatch's, "pkg.Service.Method": the service's full name and the method
+// joined by the last dot, which is how dispatch splits a name too (and how
+// httpzerodial's "/pkg.Service/Method" paths map onto the same method).
+func dispatchName(fullMethod string) (string, error) {
+	rest, ok := strings.CutPrefix(fullMethod, "/")
+	svc, m, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || svc == "" || m == "" || strings.Contains(m, "/") {
+		return "", status.Errorf(codes.Unimplemented, "grpczerodial: malformed method name %q: want \"/package.Service/Method\"", fullMethod)
+	}
+	return svc + "." + m, nil
+}
