@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
@@ -91,8 +90,8 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 	if cerr != nil {
 		return toStatusError(cerr)
 	}
-	if err := proto.Unmarshal(out, reply.(proto.Message)); err != nil {
-		return status.Errorf(codes.Internal, "grpczerodial: decoding reply of %s: %v", method, err)
+	if err := unmarshal(out, reply, "reply of "+method); err != nil {
+		return status.Error(codes.Internal, err.Error())
 	}
 	return nil
 }

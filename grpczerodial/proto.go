@@ -16,6 +16,9 @@ import (
 
 // marshal appends m's encoding to dst.
 func marshal(dst []byte, m any, what string) ([]byte, error) {
+	if m == nil {
+		return dst, nil // no message: an empty one, as grpc-go's codec encodes it
+	}
 	pm, ok := m.(proto.Message)
 	if !ok {
 		return nil, &dispatch.Error{Code: dispatch.CodeInternal, Message: fmt.Sprintf("grpczerodial: encoding %s: %T is not a proto.Message", what, m)}
@@ -29,6 +32,9 @@ func marshal(dst []byte, m any, what string) ([]byte, error) {
 
 // unmarshal decodes b into m, which it resets first.
 func unmarshal(b []byte, m any, what string) error {
+	if m == nil {
+		return nil // no message wanted: the encoding is dropped
+	}
 	pm, ok := m.(proto.Message)
 	if !ok {
 		return &dispatch.Error{Code: dispatch.CodeInternal, Message: fmt.Sprintf("grpczerodial: decoding %s: %T is not a proto.Message", what, m)}
