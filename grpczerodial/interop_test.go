@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/interop"
-	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
@@ -20,28 +20,28 @@ import (
 func TestInterop(t *testing.T) {
 	cases := []struct {
 		name string
-		do   func(ctx context.Context, tc testgrpc.TestServiceClient)
+		do   func(ctx context.Context, tc testpb.TestServiceClient)
 	}{
-		{"empty_unary", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoEmptyUnaryCall(ctx, tc) }},
-		{"large_unary", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoLargeUnaryCall(ctx, tc) }},
-		{"client_streaming", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoClientStreaming(ctx, tc) }},
-		{"server_streaming", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoServerStreaming(ctx, tc) }},
-		{"ping_pong", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoPingPong(ctx, tc) }},
-		{"empty_stream", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoEmptyStream(ctx, tc) }},
-		{"timeout_on_sleeping_server", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoTimeoutOnSleepingServer(ctx, tc) }},
-		{"cancel_after_begin", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoCancelAfterBegin(ctx, tc) }},
-		{"cancel_after_first_response", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoCancelAfterFirstResponse(ctx, tc) }},
-		{"custom_metadata", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoCustomMetadata(ctx, tc) }},
-		{"status_code_and_message", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoStatusCodeAndMessage(ctx, tc) }},
-		{"special_status_message", func(ctx context.Context, tc testgrpc.TestServiceClient) { interop.DoSpecialStatusMessage(ctx, tc) }},
+		{"empty_unary", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoEmptyUnaryCall(ctx, tc) }},
+		{"large_unary", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoLargeUnaryCall(ctx, tc) }},
+		{"client_streaming", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoClientStreaming(ctx, tc) }},
+		{"server_streaming", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoServerStreaming(ctx, tc) }},
+		{"ping_pong", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoPingPong(ctx, tc) }},
+		{"empty_stream", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoEmptyStream(ctx, tc) }},
+		{"timeout_on_sleeping_server", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoTimeoutOnSleepingServer(ctx, tc) }},
+		{"cancel_after_begin", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoCancelAfterBegin(ctx, tc) }},
+		{"cancel_after_first_response", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoCancelAfterFirstResponse(ctx, tc) }},
+		{"custom_metadata", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoCustomMetadata(ctx, tc) }},
+		{"status_code_and_message", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoStatusCodeAndMessage(ctx, tc) }},
+		{"special_status_message", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoSpecialStatusMessage(ctx, tc) }},
 	}
 	forEachPath(t, setup{}, func(t *testing.T, p path, e *env) {
-		tc := testgrpc.NewTestServiceClient(e.cc)
+		tc := testpb.NewTestServiceClient(e.cc)
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) { c.do(context.Background(), tc) })
 		}
 		t.Run("unimplemented_service", func(t *testing.T) {
-			interop.DoUnimplementedService(context.Background(), testgrpc.NewUnimplementedServiceClient(e.cc))
+			interop.DoUnimplementedService(context.Background(), testpb.NewUnimplementedServiceClient(e.cc))
 		})
 		// interop.DoUnimplementedMethod takes a *grpc.ClientConn; this is
 		// its call, through the ClientConn.

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/interop"
-	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
@@ -77,7 +77,7 @@ func start(t testing.TB, p path, s setup) *env {
 	if s.register != nil {
 		s.register(reg)
 	} else {
-		testgrpc.RegisterTestServiceServer(reg, interop.NewTestServer())
+		testpb.RegisterTestServiceServer(reg, interop.NewTestServer())
 		healthpb.RegisterHealthServer(reg, health.NewServer())
 	}
 	tr := p.tr()

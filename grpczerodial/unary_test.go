@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 )
 
@@ -15,7 +14,7 @@ import (
 // server, registered through a Registrar, on every path.
 func TestUnary(t *testing.T) {
 	forEachPath(t, setup{}, func(t *testing.T, p path, e *env) {
-		tc := testgrpc.NewTestServiceClient(e.cc)
+		tc := testpb.NewTestServiceClient(e.cc)
 		_, err := tc.EmptyCall(context.Background(), &testpb.Empty{})
 		require.NoError(t, err)
 
