@@ -82,8 +82,11 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 	if err != nil {
 		return toStatusError(err)
 	}
+	ctx = outgoing(ctx)
 	var rmd dispatch.Metadata
-	ctx = dispatch.CaptureReplyMetadata(outgoing(ctx), &rmd)
+	if co.wantsMD() {
+		ctx = dispatch.CaptureReplyMetadata(ctx, &rmd)
+	}
 	var out codec.Raw
 	cerr := cc.c.Call(ctx, name, codec.Raw(body), &out)
 	co.deliver(fromDispatchMD(rmd))
@@ -120,6 +123,9 @@ func callOptions(opts []grpc.CallOption) (callOpts, error) {
 	}
 	return co, nil
 }
+
+// wantsMD reports whether the call's header or trailer is asked for.
+func (co *callOpts) wantsMD() bool { return len(co.header)+len(co.trailer) > 0 }
 
 // deliver gives the header and trailer to the Header and Trailer options.
 func (co *callOpts) deliver(header, trailer metadata.MD) {

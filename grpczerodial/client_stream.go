@@ -82,8 +82,9 @@ type clientStream struct {
 	msgs chan []byte   // a message's encoding, valid until ack
 	ack  chan struct{} // RecvMsg is done with the last message
 
-	headerReady chan struct{} // closed once header is set
+	headerReady chan struct{} // closed once header and headerErr are set
 	header      metadata.MD
+	headerErr   error
 
 	// Set by read before it closes msgs and ended.
 	err     error // io.EOF, or the stream's failure as a status
@@ -108,6 +109,12 @@ func (cs *clientStream) read() {
 	end := error(io.EOF)
 	defer func() {
 		h, t := fromDispatchMD(cs.rmd)
+		if !headerSet && len(h) == 0 && end != io.EOF {
+			// The handler failed before sending anything: no header at
+			// all, and Header says why, as grpc-go's does for a
+			// trailers-only response.
+			cs.headerErr = end
+		}
 		setHeader(h) // a header that came with the end (no message before it)
 		cs.trailer = t
 		cs.err = end
@@ -169,19 +176,22 @@ loop:
 func (cs *clientStream) Context() context.Context { return cs.ctx }
 
 // Header waits for the handler's header: sent before its first message,
-// or with the stream's end.
+// or with the stream's end. A stream that failed before the handler sent
+// anything has none: Header returns its status.
 func (cs *clientStream) Header() (metadata.MD, error) {
 	select {
 	case <-cs.headerReady:
-		return cs.header, nil
 	case <-cs.ctx.Done():
 		select {
 		case <-cs.headerReady:
-			return cs.header, nil
 		default:
+			return nil, status.FromContextError(cs.ctx.Err()).Err()
 		}
-		return nil, status.FromContextError(cs.ctx.Err()).Err()
 	}
+	if cs.headerErr != nil {
+		return nil, cs.headerErr
+	}
+	return cs.header, nil
 }
 
 // Trailer returns the handler's trailer once RecvMsg has returned an error

@@ -2,6 +2,7 @@ package grpczerodial
 
 import (
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -12,10 +13,19 @@ import (
 // joined by the last dot, which is how dispatch splits a name too (and how
 // httpzerodial's "/pkg.Service/Method" paths map onto the same method).
 func dispatchName(fullMethod string) (string, error) {
+	if n, ok := names.Load(fullMethod); ok {
+		return n.(string), nil
+	}
 	rest, ok := strings.CutPrefix(fullMethod, "/")
 	svc, m, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 || svc == "" || m == "" || strings.Contains(m, "/") {
 		return "", status.Errorf(codes.Unimplemented, "grpczerodial: malformed method name %q: want \"/package.Service/Method\"", fullMethod)
 	}
-	return svc + "." + m, nil
+	name := svc + "." + m
+	names.Store(fullMethod, name)
+	return name, nil
 }
+
+// names caches dispatchName's answers, so that a call does not build its
+// name anew: generated clients call a fixed set of methods.
+var names sync.Map

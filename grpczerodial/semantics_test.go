@@ -176,6 +176,13 @@ func TestStreamHeaderTrailer(t *testing.T) {
 		_, err = s.Recv()
 		assert.Equal(t, codes.OutOfRange, status.Code(err), "%v", err)
 		assert.Equal(t, metadata.MD{"t": {"1"}}, s.Trailer())
+
+		// A stream whose handler failed before it sent anything has no
+		// header: Header says why.
+		hd, err := tc.HalfDuplexCall(ctx)
+		require.NoError(t, err)
+		_, err = hd.Header()
+		assert.Equal(t, codes.Unimplemented, status.Code(err), "%v", err)
 	})
 }
 

@@ -132,6 +132,10 @@ func (r *Registrar) unaryHandler(impl any, full string, h grpc.MethodHandler) fu
 	}
 }
 
+// noMD is the incoming metadata of a call that carried none; shared, since
+// metadata.FromIncomingContext hands out copies.
+var noMD = metadata.MD{}
+
 // handlerContext gives a handler's context what grpc-go's has: the
 // caller's metadata (metadata.FromIncomingContext), the peer
 // (peer.FromContext) and the stream that grpc.SetHeader, SendHeader,
@@ -141,7 +145,7 @@ func handlerContext(ctx context.Context, st grpc.ServerTransportStream) context.
 	if md, _ := fromDispatchMD(dispatch.MetadataFrom(ctx)); md != nil {
 		ctx = metadata.NewIncomingContext(ctx, md)
 	} else {
-		ctx = metadata.NewIncomingContext(ctx, metadata.MD{})
+		ctx = metadata.NewIncomingContext(ctx, noMD) // as grpc-go, there always is some
 	}
 	if info, ok := dispatch.CallInfoFrom(ctx); ok {
 		p := &peer.Peer{Addr: info.RemoteAddr, LocalAddr: info.LocalAddr}
