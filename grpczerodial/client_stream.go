@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
 )
@@ -37,7 +39,7 @@ func (cc *ClientConn) streamer(i int) grpc.Streamer {
 	}
 }
 
-func (cc *ClientConn) newStream(ctx context.Context, _ *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+func (cc *ClientConn) newStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	co, err := callOptions(opts)
 	if err != nil {
 		co.finish(err)
@@ -49,8 +51,7 @@ func (cc *ClientConn) newStream(ctx context.Context, _ *grpc.StreamDesc, method 
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	cs := &clientStream{ctx: ctx, cancel: cancel, method: method, co: co,
-		msgs: make(chan []byte), ack: make(chan struct{}, 1), headerReady: make(chan struct{}), ended: make(chan struct{})}
+	cs := &clientStream{ctx: ctx, cancel: cancel, method: method, co: co, ended: make(chan struct{}), oneReply: desc != nil && !desc.ServerStreams}
 	sctx := dispatch.CaptureReplyMetadata(outgoing(ctx), &cs.rmd)
 	s, err := dispatch.OpenStream[codec.Raw, codec.Raw](sctx, cc.c, name)
 	if err != nil {
@@ -60,117 +61,145 @@ func (cc *ClientConn) newStream(ctx context.Context, _ *grpc.StreamDesc, method 
 		return nil, err
 	}
 	cs.s = s
-	go cs.read()
+	cs.next, cs.stop = iter.Pull2(s.Recv())
+	// When ctx ends, the stream does (dispatch ends it), and so does the
+	// reading of it, even if RecvMsg is never called again.
+	cs.recvMu.Lock() // the function may run at once: cs is set up first
+	cs.unwatch = context.AfterFunc(ctx, func() {
+		cs.recvMu.Lock()
+		defer cs.recvMu.Unlock()
+		cs.finish(status.FromContextError(ctx.Err()).Err())
+	})
+	cs.recvMu.Unlock()
 	return cs, nil
 }
 
-// clientStream is a caller's grpc.ClientStream. A goroutine of its own
-// reads the handler's messages (read), so that Header can wait for the
-// header while the messages wait for RecvMsg, and hands each to RecvMsg
-// in turn.
+// clientStream is a caller's grpc.ClientStream. It reads the handler's
+// frames as RecvMsg and Header ask for them, through an iter.Pull2 of the
+// dispatch stream's Recv: Header reads until the header (or the first
+// message, kept for RecvMsg, or the end) arrives.
 type clientStream struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	method string
-	co     callOpts
-	s      *dispatch.Stream[codec.Raw, codec.Raw]
-	rmd    dispatch.Metadata // the end's metadata (CaptureReplyMetadata)
+	ctx     context.Context
+	cancel  context.CancelFunc
+	unwatch func() bool
+	method  string
+	co      callOpts
+	// oneReply: a client stream, whose handler sends one message; RecvMsg
+	// reads on to the end after it, as grpc-go's does.
+	oneReply bool
+	s        *dispatch.Stream[codec.Raw, codec.Raw]
+	rmd      dispatch.Metadata // the end's metadata (CaptureReplyMetadata)
 
 	sendMu sync.Mutex
 	buf    []byte
 
-	msgs chan []byte   // a message's encoding, valid until ack
-	ack  chan struct{} // RecvMsg is done with the last message
+	recvMu     sync.Mutex // one reader of the stream at a time
+	next       func() (*codec.Raw, error, bool)
+	stop       func()
+	pending    []byte // a message Header read ahead, for RecvMsg
+	hasPending bool
+	headerSet  bool
+	header     metadata.MD
+	headerErr  error // set with the header when the stream failed before sending any
+	finished   bool
+	endRead    bool  // the stream's end came through next, its metadata with it
+	err        error // io.EOF, or the stream's failure as a status
 
-	headerReady chan struct{} // closed once header and headerErr are set
-	header      metadata.MD
-	headerErr   error
-
-	// Set by read before it closes msgs and ended.
-	err     error // io.EOF, or the stream's failure as a status
-	trailer metadata.MD
-	ended   chan struct{}
+	trailer metadata.MD   // set before ended is closed
+	ended   chan struct{} // closed once the stream has ended
 }
 
 var _ grpc.ClientStream = (*clientStream)(nil)
 
-// read hands the handler's messages to RecvMsg and records the stream's
-// end; it returns when the stream has ended (the handler returned, or ctx
-// ended), closing msgs.
-func (cs *clientStream) read() {
-	headerSet := false
-	setHeader := func(h metadata.MD) {
-		if !headerSet {
-			headerSet = true
-			cs.header = h
-			close(cs.headerReady)
-		}
-	}
-	end := error(io.EOF)
-	defer func() {
-		h, t := fromDispatchMD(cs.rmd)
-		if !headerSet && len(h) == 0 && end != io.EOF {
-			// The handler failed before sending anything: no header at
-			// all, and Header says why, as grpc-go's does for a
-			// trailers-only response.
-			cs.headerErr = end
-		}
-		setHeader(h) // a header that came with the end (no message before it)
-		cs.trailer = t
-		cs.err = end
-		cs.co.deliver(cs.header, cs.trailer)
-		close(cs.msgs)
-		close(cs.ended)
-		cs.cancel()
-		if end == io.EOF {
-			cs.co.finish(nil)
-		} else {
-			cs.co.finish(end)
-		}
-	}()
-loop:
-	for p, err := range cs.s.Recv() {
-		if err != nil {
-			end = toStatusError(err)
-			break
+// pull reads the next frames of the stream, under recvMu: it returns a
+// message's encoding (valid until the next pull), or ok false once the
+// stream has ended (finish has run), or — for Header, with forHeader set —
+// once a header frame has come. A header frame is otherwise taken in
+// passing.
+func (cs *clientStream) pull(forHeader bool) (msg []byte, ok bool) {
+	for !cs.finished {
+		p, err, more := cs.next()
+		switch {
+		case !more:
+			cs.endRead = true
+			cs.finish(io.EOF)
+			return nil, false
+		case err != nil:
+			cs.endRead = true
+			cs.finish(toStatusError(err))
+			return nil, false
 		}
 		b := *p
 		if len(b) == 0 {
-			end = status.Error(codes.Internal, "grpczerodial: an empty frame on a stream of "+cs.method)
-			break
+			cs.finish(status.Error(codes.Internal, "grpczerodial: an empty frame on a stream of "+cs.method))
+			return nil, false
 		}
 		switch b[0] {
 		case kindHeader:
 			var dmd dispatch.Metadata
 			if err := codec.Msgpack.Unmarshal(b[1:], &dmd); err != nil {
-				end = status.Errorf(codes.Internal, "grpczerodial: decoding the header of %s: %v", cs.method, err)
-				break loop
+				cs.finish(status.Errorf(codes.Internal, "grpczerodial: decoding the header of %s: %v", cs.method, err))
+				return nil, false
 			}
 			h, _ := fromDispatchMD(dmd)
 			if h == nil {
 				h = metadata.MD{}
 			}
-			setHeader(h)
-			continue
+			cs.setHeader(h)
+			if forHeader {
+				return nil, false
+			}
 		case kindMsg:
+			cs.setHeader(metadata.MD{}) // a message with no header before it: an empty one
+			return b[1:], true
 		default:
-			end = status.Errorf(codes.Internal, "grpczerodial: a frame of unknown kind %d on a stream of %s", b[0], cs.method)
-			break loop
-		}
-		setHeader(metadata.MD{}) // a message without a header before it: an empty one
-		select {
-		case cs.msgs <- b[1:]:
-		case <-cs.ctx.Done():
-			end = status.FromContextError(cs.ctx.Err()).Err()
-			break loop
-		}
-		select {
-		case <-cs.ack:
-		case <-cs.ctx.Done():
-			end = status.FromContextError(cs.ctx.Err()).Err()
-			break loop
+			cs.finish(status.Errorf(codes.Internal, "grpczerodial: a frame of unknown kind %d on a stream of %s", b[0], cs.method))
+			return nil, false
 		}
 	}
+	return nil, false
+}
+
+func (cs *clientStream) setHeader(h metadata.MD) {
+	if !cs.headerSet {
+		cs.headerSet = true
+		cs.header = h
+	}
+}
+
+// finish ends the stream once, under recvMu, with end (io.EOF or a
+// status): the reading stops, the handler's header (if it came with the
+// end) and trailer are taken, the call options get them.
+func (cs *clientStream) finish(end error) {
+	if cs.finished {
+		return
+	}
+	cs.finished = true
+	cs.err = end
+	cs.stop() // the range over the stream ends, which closes it
+	cs.unwatch()
+	var h, t metadata.MD
+	if cs.endRead {
+		// The end came through the stream, after its metadata; otherwise
+		// (ctx ended, a message could not be decoded) the end may still
+		// be arriving, and its metadata is not read.
+		h, t = fromDispatchMD(cs.rmd)
+	}
+	if !cs.headerSet && len(h) == 0 && end != io.EOF {
+		// The handler failed before sending anything: no header at
+		// all, and Header says why, as grpc-go's does for a
+		// trailers-only response.
+		cs.headerErr = end
+	}
+	cs.setHeader(h) // a header that came with the end (no message before it)
+	cs.trailer = t
+	close(cs.ended)
+	cs.cancel()
+	cs.co.deliver(cs.header, cs.trailer)
+	if end == io.EOF {
+		end = nil
+	}
+	cs.co.finish(end)
 }
 
 func (cs *clientStream) Context() context.Context { return cs.ctx }
@@ -179,14 +208,10 @@ func (cs *clientStream) Context() context.Context { return cs.ctx }
 // or with the stream's end. A stream that failed before the handler sent
 // anything has none: Header returns its status.
 func (cs *clientStream) Header() (metadata.MD, error) {
-	select {
-	case <-cs.headerReady:
-	case <-cs.ctx.Done():
-		select {
-		case <-cs.headerReady:
-		default:
-			return nil, status.FromContextError(cs.ctx.Err()).Err()
-		}
+	cs.recvMu.Lock()
+	defer cs.recvMu.Unlock()
+	if !cs.headerSet && !cs.hasPending {
+		cs.pending, cs.hasPending = cs.pull(true)
 	}
 	if cs.headerErr != nil {
 		return nil, cs.headerErr
@@ -231,11 +256,13 @@ func (cs *clientStream) SendMsg(m any) error {
 	return nil
 }
 
-// sendError is what SendMsg and CloseSend return for dispatch's err: the
-// context's status when it ended, io.EOF for a stream the handler ended.
+// sendError is what SendMsg and CloseSend return for dispatch's err: a
+// message over the frame limit, which was not sent (the stream goes on),
+// is ResourceExhausted; any other failure means the stream has ended, and
+// is io.EOF, as grpc-go's is: RecvMsg says how it ended.
 func sendError(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return status.FromContextError(err).Err()
+	if errors.Is(err, transport.ErrFrameTooLarge) {
+		return status.Error(codes.ResourceExhausted, err.Error())
 	}
 	return io.EOF
 }
@@ -243,15 +270,30 @@ func sendError(err error) error {
 // RecvMsg decodes the handler's next message into m. After the last it
 // returns io.EOF, or the handler's status.
 func (cs *clientStream) RecvMsg(m any) error {
-	b, ok := <-cs.msgs
+	cs.recvMu.Lock()
+	defer cs.recvMu.Unlock()
+	b, ok := cs.pending, cs.hasPending
+	cs.pending, cs.hasPending = nil, false
+	if !ok {
+		b, ok = cs.pull(false)
+	}
 	if !ok {
 		return cs.err
 	}
-	err := unmarshal(b, m, "a message of "+cs.method)
-	cs.ack <- struct{}{}
-	if err != nil {
-		cs.cancel()
-		return status.Errorf(codes.Internal, "grpczerodial: %v", err)
+	if err := unmarshal(b, m, "a message of "+cs.method); err != nil {
+		err = status.Error(codes.Internal, err.(*dispatch.Error).Message)
+		cs.finish(err)
+		return err
+	}
+	if cs.oneReply {
+		if _, more := cs.pull(false); more {
+			err := status.Errorf(codes.Internal, "grpczerodial: %s sent a second message, where its caller expects one", cs.method)
+			cs.finish(err)
+			return err
+		}
+		if cs.err != io.EOF {
+			return cs.err
+		}
 	}
 	return nil
 }
