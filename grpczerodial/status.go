@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
 )
 
@@ -86,9 +87,10 @@ const notFoundPrefix = "rpc: can't find "
 
 // toStatusError is what a caller gets for dispatch's err: a status error
 // with the *Error's code, message and details; a context's error as
-// status.FromContextError words it; any other failure of the path (a
-// connection lost, a Client closed) as Unavailable, as gRPC reports a
-// transport's failure.
+// status.FromContextError words it; a message over the frame limit, which
+// was not sent, as ResourceExhausted (grpc-go's code for a message over
+// its limit); any other failure of the path (a connection lost, a Client
+// closed) as Unavailable, as gRPC reports a transport's failure.
 func toStatusError(err error) error {
 	if err == nil {
 		return nil
@@ -98,8 +100,11 @@ func toStatusError(err error) error {
 	}
 	var de *dispatch.Error
 	if !errors.As(err, &de) {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		switch {
+		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 			return status.FromContextError(err).Err()
+		case errors.Is(err, transport.ErrFrameTooLarge):
+			return status.Error(codes.ResourceExhausted, err.Error())
 		}
 		return status.Error(codes.Unavailable, err.Error())
 	}
