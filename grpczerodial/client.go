@@ -3,6 +3,7 @@ package grpczerodial
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -78,25 +79,54 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 	if err != nil {
 		return err
 	}
-	body, err := marshal(nil, args, "arguments of "+method)
+	req := getBuf()
+	body, err := marshal((*req)[:0], args, "arguments of "+method)
 	if err != nil {
 		return toStatusError(err)
 	}
+	*req = body
 	ctx = outgoing(ctx)
 	var rmd dispatch.Metadata
 	if co.wantsMD() {
 		ctx = dispatch.CaptureReplyMetadata(ctx, &rmd)
 	}
-	var out codec.Raw
-	cerr := cc.c.Call(ctx, name, codec.Raw(body), &out)
+	out := getBuf()
+	cerr := cc.c.Call(ctx, name, (*codec.Raw)(req), (*codec.Raw)(out))
 	co.deliver(fromDispatchMD(rmd))
 	if cerr != nil {
+		// The buffers are not reused: a call that returned before its
+		// reply came (its context ended) may still be sending the request
+		// or running the handler on it.
 		return toStatusError(cerr)
 	}
-	if err := unmarshal(out, reply, "reply of "+method); err != nil {
+	err = unmarshal(*out, reply, "reply of "+method)
+	putBuf(req)
+	putBuf(out) // proto.Unmarshal copies what it keeps
+	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}
 	return nil
+}
+
+// bufs holds the buffers of calls' encoded requests and replies, reused
+// from call to call: a call's reply is decoded into the buffer the handler
+// encodes it into on the direct shortcut, and the network's into one the
+// Client fills.
+var bufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooled bounds the buffers kept (a sync.Pool lets go of what it holds
+// over two garbage collections), so that a rare call of many MiB does not
+// keep its buffers.
+const maxPooled = 1 << 20
+
+func getBuf() *[]byte { return bufs.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) > maxPooled {
+		return
+	}
+	*b = (*b)[:0]
+	bufs.Put(b)
 }
 
 // callOpts is what a call keeps of its grpc.CallOptions.

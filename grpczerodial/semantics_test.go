@@ -280,3 +280,40 @@ func TestShutdown(t *testing.T) {
 		assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 	})
 }
+
+// A call whose context ends while its handler runs returns Canceled at
+// once, and the handler's request stays its own while the caller goes on
+// calling with the ClientConn's reused buffers, on every path.
+func TestCancelKeepsRequest(t *testing.T) {
+	type seen struct{ body string }
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	got := make(chan seen, 1)
+	h := &hooked{unary: func(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+		if req.GetFillUsername() {
+			entered <- struct{}{}
+			<-release
+			got <- seen{string(req.GetPayload().GetBody())}
+		}
+		return &testpb.SimpleResponse{Payload: req.GetPayload()}, nil
+	}}
+	forEachPath(t, setup{register: registering(h)}, func(t *testing.T, p path, e *env) {
+		tc := testpb.NewTestServiceClient(e.cc)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{FillUsername: true, Payload: &testpb.Payload{Body: []byte("first")}})
+			done <- err
+		}()
+		<-entered
+		cancel()
+		assert.Equal(t, codes.Canceled, status.Code(<-done))
+		for range 3 {
+			reply, err := tc.UnaryCall(context.Background(), &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("later")}})
+			require.NoError(t, err)
+			assert.Equal(t, "later", string(reply.GetPayload().GetBody()))
+		}
+		release <- struct{}{}
+		assert.Equal(t, seen{"first"}, <-got)
+	})
+}
