@@ -52,7 +52,7 @@ func (cc *ClientConn) newStream(ctx context.Context, desc *grpc.StreamDesc, meth
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	cs := &clientStream{ctx: ctx, cancel: cancel, method: method, co: co, ended: make(chan struct{}), oneReply: desc != nil && !desc.ServerStreams}
-	sctx := dispatch.CaptureReplyMetadata(outgoing(ctx), &cs.rmd)
+	sctx := dispatch.CaptureReplyMetadata(dispatch.WithMetadata(outgoing(ctx), framed), &cs.rmd)
 	s, err := dispatch.OpenStream[codec.Raw, codec.Raw](sctx, cc.c, name)
 	if err != nil {
 		cancel()
@@ -73,6 +73,10 @@ func (cc *ClientConn) newStream(ctx context.Context, desc *grpc.StreamDesc, meth
 	cs.recvMu.Unlock()
 	return cs, nil
 }
+
+// framed asks a Registrar's stream for its frames of two kinds, so that
+// the header can come before the messages (server_stream.go).
+var framed = dispatch.Metadata{framesKey: "1"}
 
 // clientStream is a caller's grpc.ClientStream. It reads the handler's
 // frames as RecvMsg and Header ask for them, through an iter.Pull2 of the

@@ -143,6 +143,7 @@ var noMD = metadata.MD{}
 func handlerContext(ctx context.Context, st grpc.ServerTransportStream) context.Context {
 	ctx = grpc.NewContextWithServerTransportStream(ctx, st)
 	if md, _ := fromDispatchMD(dispatch.MetadataFrom(ctx)); md != nil {
+		delete(md, framesKey) // the ClientConn's, not the caller's
 		ctx = metadata.NewIncomingContext(ctx, md)
 	} else {
 		ctx = metadata.NewIncomingContext(ctx, noMD) // as grpc-go, there always is some

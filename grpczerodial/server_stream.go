@@ -13,17 +13,24 @@ import (
 	"github.com/zerodial/transport/dispatch"
 )
 
-// A stream's messages from handler to caller each begin with a byte that
+// To a ClientConn, which says so in the stream's metadata (framesKey), a
+// stream's messages from handler to caller each begin with a byte that
 // says what follows: a message (its protobuf encoding), or the header the
 // handler sent before its first message (grpc.ServerStream's SendHeader,
 // or the first SendMsg after SetHeader), as dispatch metadata in msgpack.
-// The caller's messages are the encodings alone: its header is the
-// stream's metadata. The trailer, and a header never sent, go with the
-// stream's end as its reply metadata.
+// To any other caller (dispatch.OpenStream of codec.Raw, say) the messages
+// are the encodings alone, and the header goes with the end. The caller's
+// messages are the encodings alone: its header is the stream's metadata.
+// The trailer, and a header never sent, go with the stream's end as its
+// reply metadata.
 const (
 	kindMsg    byte = 0
 	kindHeader byte = 1
 )
+
+// framesKey is the metadata entry by which a ClientConn's stream asks for
+// the framing above. The handler's incoming metadata does not show it.
+const framesKey = "grpczerodial-frames"
 
 // streamHandler serves one gRPC streaming method, of any of the three
 // shapes, as a dispatch stream of encoded messages.
@@ -31,7 +38,8 @@ func (r *Registrar) streamHandler(impl any, full string, sd grpc.StreamDesc) fun
 	info := &grpc.StreamServerInfo{FullMethod: full, IsClientStream: sd.ClientStreams, IsServerStream: sd.ServerStreams}
 	h := sd.Handler
 	return func(ctx context.Context, s *dispatch.ServerStream[codec.Raw, codec.Raw]) error {
-		ss := &serverStream{s: s, method: full}
+		v, _ := dispatch.MetadataValue(ctx, framesKey)
+		ss := &serverStream{s: s, method: full, framed: v == "1"}
 		ss.ctx = handlerContext(ctx, streamTransport{ss})
 		ss.next, ss.stop = iter.Pull2(s.Recv())
 		defer ss.release()
@@ -55,6 +63,7 @@ type serverStream struct {
 	ctx    context.Context
 	s      *dispatch.ServerStream[codec.Raw, codec.Raw]
 	method string
+	framed bool // the caller is a ClientConn: kinds of frames, the header in its own
 
 	recvMu sync.Mutex // one RecvMsg at a time, and release after it
 	next   func() (*codec.Raw, error, bool)
@@ -68,6 +77,7 @@ type serverStream struct {
 	header     metadata.MD
 	trailer    metadata.MD
 	headerSent bool
+	headerHeld bool // sent, to a caller without framing: it goes with the end
 	sealed     bool
 }
 
@@ -117,6 +127,17 @@ func (ss *serverStream) SendHeader(md metadata.MD) error {
 		return errHeaderSent
 	}
 	h := metadata.Join(ss.header, md)
+	if !ss.framed {
+		// No frame for a header: it goes with the end, as it would
+		// have come before any message; the caller learns the handler
+		// is ready.
+		ss.header = h
+		ss.headerSent = true
+		ss.headerHeld = true
+		ss.mu.Unlock()
+		ss.s.Ready()
+		return nil
+	}
 	ss.headerSent = true
 	ss.mu.Unlock()
 	ss.sendMu.Lock()
@@ -157,14 +178,19 @@ func (ss *serverStream) SendMsg(m any) error {
 	if !ss.headerSent {
 		ss.headerSent = true
 		h = ss.header
+		ss.headerHeld = !ss.framed
 	}
 	ss.mu.Unlock()
-	if len(h) > 0 {
+	if len(h) > 0 && ss.framed {
 		if err := ss.sendHeader(h); err != nil {
 			return err
 		}
 	}
-	b, err := marshal(append(ss.buf[:0], kindMsg), m, "a message of "+ss.method)
+	b := ss.buf[:0]
+	if ss.framed {
+		b = append(b, kindMsg)
+	}
+	b, err := marshal(b, m, "a message of "+ss.method)
 	if err != nil {
 		return toStatusError(err)
 	}
@@ -214,7 +240,7 @@ func (ss *serverStream) seal() dispatch.Metadata {
 	defer ss.mu.Unlock()
 	ss.sealed = true
 	var h metadata.MD
-	if !ss.headerSent {
+	if !ss.headerSent || ss.headerHeld {
 		h = ss.header
 	}
 	return replyMD(h, ss.trailer)
