@@ -57,6 +57,8 @@ var implOrder = []string{
 	"zerodial-memory",
 	"zerodial-tcp",
 	"zerodial-mux",
+	"zerodial-tcp-unix",
+	"zerodial-mux-unix",
 	"zerodial-copy-otel",
 	"zerodial-memory-otel",
 	"zerodial-mux-otel",
@@ -81,7 +83,13 @@ var implOrder = []string{
 	"floor-chan",
 	"floor-tcp",
 	"floor-tcp-relay",
+	"floor-unix",
 	"floor-yamux",
+	"zerodial-tcp-proc",
+	"zerodial-tcp-unix-proc",
+	"zerodial-mux-unix-proc",
+	"floor-tcp-proc",
+	"floor-unix-proc",
 }
 
 var (

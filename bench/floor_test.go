@@ -21,6 +21,7 @@ func init() {
 	register("floor-chan", setupFloorChan)
 	register("floor-tcp", setupFloorTCP)
 	register("floor-tcp-relay", setupFloorTCPRelay)
+	register("floor-unix", setupFloorUnix, size16)
 	registerStream("floor-chan", func(testing.TB) streamFunc { return floorChanStream })
 	registerStream("floor-iterpull", func(testing.TB) streamFunc { return floorIterPullStream })
 }
@@ -159,6 +160,15 @@ func setupFloorChan(tb testing.TB, _ size) func() callFunc {
 // advance: that is the framing left out.
 func setupFloorTCP(tb testing.TB, sz size) func() callFunc {
 	lb := newLoopback(tb, func(c net.Conn, wg *sync.WaitGroup) {
+		wg.Go(func() { serveRawTCP(c, sz.n) })
+	})
+	return func() callFunc { return rawCaller(lb.dial(tb)) }
+}
+
+// setupFloorUnix: floor-tcp's bytes over a unix socket, the floor of the
+// rows over one (unix_test.go).
+func setupFloorUnix(tb testing.TB, sz size) func() callFunc {
+	lb := newLoopbackOn(tb, "unix", socketPath(tb), func(c net.Conn, wg *sync.WaitGroup) {
 		wg.Go(func() { serveRawTCP(c, sz.n) })
 	})
 	return func() callFunc { return rawCaller(lb.dial(tb)) }
@@ -316,7 +326,13 @@ type loopback struct {
 }
 
 func newLoopback(tb testing.TB, serve func(c net.Conn, wg *sync.WaitGroup)) *loopback {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return newLoopbackOn(tb, "tcp", "127.0.0.1:0", serve)
+}
+
+// newLoopbackOn is newLoopback on network at addr: "unix" and a socket
+// path for floor-unix.
+func newLoopbackOn(tb testing.TB, network, addr string, serve func(c net.Conn, wg *sync.WaitGroup)) *loopback {
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -351,7 +367,7 @@ func (lb *loopback) track(c net.Conn) {
 
 // dial connects to the listener; the connection is closed at the end.
 func (lb *loopback) dial(tb testing.TB) net.Conn {
-	c, err := net.Dial("tcp", lb.ln.Addr().String())
+	c, err := net.Dial(lb.ln.Addr().Network(), lb.ln.Addr().String())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os"
 	"sync"
 	"testing"
 
@@ -11,7 +12,12 @@ import (
 
 // TestMain fails the run if any goroutine a benchmark or test started is
 // still running at the end: every setup must stop what it starts.
+// A child of the two-process rows (proc_test.go) serves instead, and runs
+// no test.
 func TestMain(m *testing.M) {
+	if kind := os.Getenv(childEnv); kind != "" {
+		os.Exit(serveChild(kind, os.Getenv(childAddrEnv)))
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -63,6 +63,13 @@ type CallInfo struct {
 	// (transport.TLSReporter); nil otherwise, on a Client, and on the
 	// shortcut.
 	TLS *tls.ConnectionState
+	// PeerCred is a Server's view of the calling process, when the
+	// connection is a unix socket and the system reports its credentials
+	// (transport.PeerCredReporter; Linux so far, docs/unix.md): its user,
+	// group and process ids, as the kernel gave them when it connected.
+	// nil otherwise, on a Client, and on the shortcut and memory paths,
+	// which have no connection for the kernel to vouch for.
+	PeerCred *transport.PeerCred
 }
 
 // ShortcutAddr is the remote address of a shortcut call, as its handler
@@ -139,6 +146,7 @@ type connInfo struct {
 	path        Path
 	local, peer net.Addr
 	tls         *tls.ConnectionState
+	cred        *transport.PeerCred
 }
 
 // newConnInfo describes sock, accepted from a listener speaking wire (zero
@@ -148,6 +156,11 @@ func newConnInfo(sock transport.Socket, wire transport.Wire) *connInfo {
 	if tr, ok := sock.(transport.TLSReporter); ok {
 		if st, ok := tr.TLS(); ok {
 			ci.tls = &st
+		}
+	}
+	if pr, ok := sock.(transport.PeerCredReporter); ok {
+		if cred, ok := pr.PeerCred(); ok {
+			ci.cred = &cred
 		}
 	}
 	return ci

@@ -23,7 +23,7 @@ func TestDetachedWait(t *testing.T) {
 	answerOnceAsleep := func(d *detachedCall) chan bool {
 		answered := make(chan bool, 1)
 		go func() {
-			for d.state.Load() != detachedWaiting {
+			for d.state.phase() != detachedWaiting {
 				runtime.Gosched()
 			}
 			answered <- d.answer()
@@ -83,7 +83,7 @@ func TestDetachedWait(t *testing.T) {
 	// The caller stops waiting and the handler answers before it gives
 	// the call up: the caller takes the answer.
 	d = newCall()
-	d.state.Store(detachedWaiting)
+	d.state.callerSleeps()
 	if !d.answer() {
 		t.Fatal("answer to a sleeping caller: got false")
 	}

@@ -45,7 +45,7 @@ func (c *serverCall) Value(key any) any { return c.handlerValue(key, c.describe,
 // describe is the CallInfo of a network call, as its handler sees it.
 func (c *serverCall) describe() *CallInfo {
 	ci := c.conn.connInfo()
-	return &CallInfo{Method: c.name, Path: ci.path, LocalAddr: ci.local, RemoteAddr: ci.peer, TLS: ci.tls}
+	return &CallInfo{Method: c.name, Path: ci.path, LocalAddr: ci.local, RemoteAddr: ci.peer, TLS: ci.tls, PeerCred: ci.cred}
 }
 
 // setDeadline starts the timer that ends the call at d.

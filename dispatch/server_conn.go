@@ -77,21 +77,16 @@ type serverConn struct {
 	// will send no new call, so closing the connection loses none.
 	drainAcked signal.Signal
 
-	// inline is when the call running on the reading goroutine began
-	// (UnixNano), 0 when none does, handedOn once the quiet sweep has given
-	// the reading to another worker (runInline).
-	inline atomic.Int64
-	// swept says the quiet sweep holds the connection, so that a call
-	// run inline costs no visit to the sweep's lock.
-	swept atomic.Bool
+	// reader is what the reading goroutine shares with the quiet sweep:
+	// the call it runs inline (runInline), the replies it holds back
+	// (holdReply), and whether the sweep watches the connection.
+	reader readerState
 	// inlineOK is set when sock is a transport.FrameWaiter, the transports
 	// a call that comes alone is faster on the reading goroutine over.
 	inlineOK bool
 	// more is sock's Buffered, when it has one (frame.Socket's): whether
 	// the next request has arrived whole.
 	more interface{ Buffered() bool }
-	// hold is the write of replies the reader holds back (replyHold).
-	hold replyHold
 }
 
 // drain sends the Drain notice (WIRE.md) on a goroutine of its own, for a
@@ -189,7 +184,7 @@ func (c *serverConn) expireIdle() {
 func (c *serverConn) run() {
 	m := &c.msg
 	for {
-		if c.hold.held() && !c.more.Buffered() {
+		if c.reader.hold.held() && !c.more.Buffered() {
 			c.writeHeld() // the peer's next request has not arrived
 		}
 		if err := c.sock.Recv(m); err != nil {

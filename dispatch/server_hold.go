@@ -63,8 +63,7 @@ func (c *serverConn) holdReply() bool {
 	if c.unwritten != nil && c.unwritten.Unwritten() >= maxHeld {
 		return false
 	}
-	c.hold.hold(time.Now().UnixNano())
-	if c.swept.CompareAndSwap(false, true) {
+	if c.reader.holdWrite(time.Now().UnixNano()) {
 		c.srv.quiet.Add(c)
 	}
 	return true
@@ -72,7 +71,7 @@ func (c *serverConn) holdReply() bool {
 
 // writeHeld writes the replies held back, if this goroutine takes the hold.
 func (c *serverConn) writeHeld() {
-	if c.hold.take() {
+	if c.reader.hold.take() {
 		c.writeTaken()
 	}
 }

@@ -1,14 +1,6 @@
 package dispatch
 
-import (
-	"time"
-
-	"github.com/zerodial/transport/internal/sweep"
-)
-
-// handedOn marks a serverConn's inline call whose connection the quiet
-// sweep has given another reader.
-const handedOn = -1
+import "time"
 
 // lone reports whether the call just started is the connection's only
 // one in flight: it may then run on the goroutine that read it.
@@ -32,13 +24,12 @@ func (c *serverConn) lone() bool {
 // was handed on meanwhile, and this goroutine must not read again.
 func (c *serverConn) runInline(call *serverCall) bool {
 	start := time.Now().UnixNano()
-	c.inline.Store(start)
 	call.inline = true
-	if c.swept.CompareAndSwap(false, true) {
+	if c.reader.beginInline(start) {
 		c.srv.quiet.Add(c)
 	}
 	c.srv.serveIncoming(call, call.name)
-	return c.inline.CompareAndSwap(start, 0)
+	return c.reader.endInline(start)
 }
 
 // Sweep is the quiet sweep's visit (internal/sweep): it hands the
@@ -46,21 +37,12 @@ func (c *serverConn) runInline(call *serverCall) bool {
 // the replies the reader holds back written when it has held them that
 // long (replyHold); it reports whether the sweep is done with c.
 func (c *serverConn) Sweep(now int64) bool {
-	if c.hold.takeStale(now) {
+	write, handOn, done := c.reader.visit(now)
+	if write {
 		c.srv.work((*heldWrite)(c))
 	}
-	start := c.inline.Load()
-	if start > 0 && now-start < int64(sweep.QuietAfter) {
-		return false
-	}
-	if start > 0 && c.inline.CompareAndSwap(start, handedOn) {
+	if handOn {
 		c.srv.work(c)
 	}
-	// Let go of c. A call that began meanwhile, or a hold, found swept
-	// still set and did not add c again: look once more after clearing it.
-	c.swept.Store(false)
-	if (c.inline.Load() > 0 || c.hold.held()) && c.swept.CompareAndSwap(false, true) {
-		return false
-	}
-	return true
+	return done
 }

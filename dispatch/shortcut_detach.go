@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"runtime"
-	"sync/atomic"
 )
 
 // detachedCall is a shortcut call whose handler runs on a Server worker
@@ -24,19 +23,12 @@ type detachedCall struct {
 	// detachedWaiting once it has gone to sleep on done; then
 	// detachedReturned), or the worker, once the caller has gone
 	// (detachedAbandoned).
-	state atomic.Int32
+	state detachState
 	// done wakes a caller that went to sleep (detachedWaiting) when the
 	// handler returns; a caller that finds the call returned without
 	// sleeping is sent nothing.
 	done chan struct{}
 }
-
-const (
-	detachedRunning int32 = iota
-	detachedWaiting
-	detachedReturned
-	detachedAbandoned
-)
 
 // newDetached returns a detachedCall of srv's to fill in, reused if srv has
 // one. The Server's own rather than the process's: a call's channel is
@@ -81,10 +73,10 @@ func (d *detachedCall) run() {
 // false if the caller has gone (d is then the worker's to release). Once
 // it reports true, d is the caller's: the worker must not touch it again.
 func (d *detachedCall) answer() bool {
-	if d.state.CompareAndSwap(detachedRunning, detachedReturned) {
+	switch d.state.handlerReturns() {
+	case detachedRunning:
 		return true // the caller has not gone to sleep: it will look
-	}
-	if d.state.CompareAndSwap(detachedWaiting, detachedReturned) {
+	case detachedWaiting:
 		d.done <- struct{}{}
 		return true
 	}
@@ -106,7 +98,7 @@ func (d *detachedCall) answer() bool {
 // TestDetachedWait tests each way through.
 func (d *detachedCall) wait(ctx context.Context, closed, stopped <-chan struct{}) error {
 	runtime.Gosched()
-	if !d.state.CompareAndSwap(detachedRunning, detachedWaiting) {
+	if !d.state.callerSleeps() {
 		return nil // detachedReturned
 	}
 	select {
@@ -134,7 +126,7 @@ func (d *detachedCall) wait(ctx context.Context, closed, stopped <-chan struct{}
 func (d *detachedCall) abandon() bool {
 	g := d.srv.gate
 	g.join()
-	if d.state.CompareAndSwap(detachedWaiting, detachedAbandoned) {
+	if d.state.callerLeaves() {
 		return true // from here on the worker owns d and frees it
 	}
 	g.leave()

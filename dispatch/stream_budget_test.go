@@ -139,8 +139,9 @@ func TestStreamInboxCountsUnwritten(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}))
-	ended := make(chan struct{})
+	ended, holding := make(chan struct{}), make(chan struct{})
 	require.NoError(t, dispatch.HandleStream(srv, "B.Hold", func(ctx context.Context, s *dispatch.ServerStream[[]byte, []byte]) error {
+		close(holding)
 		<-ctx.Done() // reads nothing: what it is sent waits in its inbox
 		close(ended)
 		return ctx.Err()
@@ -153,9 +154,15 @@ func TestStreamInboxCountsUnwritten(t *testing.T) {
 		t.Helper()
 		require.NoError(t, sock.Send(&transport.Message{Header: h, Body: body}))
 	}
-	// Hold opens first, so that its window goes out while the socket can
-	// still write. The peer grants Flood all it sends, and reads nothing.
+	// Hold opens first, and its handler has started before Flood opens:
+	// it starts once its window, the first frame of its stream, is
+	// written, and the goroutine that writes the window may be kept
+	// writing, as the socket queue's writer, what Flood sends after it
+	// (on a busy machine, Flood's handler can send all it sends before
+	// Hold's goroutine comes to write). The peer grants Flood all it
+	// sends, and reads nothing.
 	send(map[string]string{"Service-Method": "B.Hold", "Seq": "1", "Stream": "open", "Window": "65536"}, nil)
+	recv(t, holding, waitLong, "Hold's handler to start")
 	send(map[string]string{"Service-Method": "B.Flood", "Seq": "3", "Stream": "open", "Window": strconv.Itoa(2 * sent)}, nil)
 	recv(t, flooded, waitLong, "Flood to send what the peer will not read")
 	// Hold's inbox alone stays well within the budget; with the socket's

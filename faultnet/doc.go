@@ -44,12 +44,18 @@
 //
 // A wrapper that forgets an optional interface of what it wraps silently
 // takes an ability away (see package transport). A Transport keeps
-// transport.FrameLimiter (the wrapped one's limit). Its sockets are
-// transport.FrameWaiters and transport.AsyncSenders of their own (their
-// Send queues the frame and returns, as a network socket's buffers take
-// it), and pass transport.TLSReporter on; they are not BatchSenders, which
-// would save nothing over a Send that queues. Listeners are the wrapped
-// transport's own, with every ability.
+// transport.FrameLimiter (the wrapped one's limit). The sockets it dials
+// are transport.FrameWaiters and transport.AsyncSenders of their own
+// (their Send queues the frame and returns, as a network socket's buffers
+// take it), and pass transport.TLSReporter and transport.PeerCredReporter
+// on; they are not BatchSenders, which would save nothing over a Send that
+// queues, and do not report
+// Unwritten, WaitWritten or Buffered, which dispatch asks only of a
+// Server's sockets and the wrapped socket's would get wrong (they miss the
+// frames queued in front of it, and those read ahead of Recv). Listeners,
+// and the sockets they accept, are the wrapped transport's own, with every
+// ability: the two ends differ, and faultnet's conformance test claims
+// them apart (transporttest.Accepted).
 //
 // It deliberately hides transport.AddrSpacer and transport.WireReporter:
 // with them, dispatch's shortcut (WithShortcut) would find a Server of the

@@ -539,6 +539,15 @@ func (s *socket) TLS() (tls.ConnectionState, bool) {
 	return tls.ConnectionState{}, false
 }
 
+// PeerCred is the wrapped socket's (transport.PeerCredReporter), false if
+// it does not say.
+func (s *socket) PeerCred() (transport.PeerCred, bool) {
+	if r, ok := s.inner.(transport.PeerCredReporter); ok {
+		return r.PeerCred()
+	}
+	return transport.PeerCred{}, false
+}
+
 func (s *socket) SetDeadline(t time.Time) error {
 	s.mu.Lock()
 	s.rdl, s.wdl = t, t

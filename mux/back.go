@@ -28,7 +28,10 @@ import (
 // Back fails for any other. Dial fails with an error matching
 // transport.ErrConnectionRefused ("no session from addr") when l has no
 // session from addr, with one matching ErrSessionClosed when that session
-// has ended, and with ctx's error when ctx ends first. Like Transport.Dial
+// has ended, and with ctx's error when ctx ends first. The clients of a
+// unix socket are unnamed, so share the address "unix:": Dial to it fails
+// as refused, naming the ambiguity, while more than one of them has a
+// session (docs/unix.md). Like Transport.Dial
 // it costs no round trip, so a peer that serves nothing is found out on
 // the first Send or Recv: it closes such streams at once (see
 // Transport.Incoming). With a stream limit (WithStreamLimit), at most that
@@ -133,16 +136,24 @@ func (l *listener) reserveBack(addr string) (*serverSession, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var found *serverSession
+	live := 0
 	for ss := range l.sessions {
 		if ss.remote != addr {
 			continue
 		}
-		found = ss
 		if !ss.sess.IsClosed() {
-			break // a dead one may linger; a live one wins
+			found = ss // a dead one may linger; a live one wins
+			live++
+		} else if found == nil {
+			found = ss
 		}
 	}
 	switch {
+	case live > 1:
+		// Unix clients are unnamed, so share "unix:": a stream to any
+		// of them could reach another caller than the one meant.
+		return nil, fmt.Errorf("mux: dial back %s: %d sessions come from that address, which names none of them "+
+			"(the clients of a unix socket are unnamed): %w", addr, live, transport.ErrConnectionRefused)
 	case found == nil && l.ended != nil && addr == l.remote:
 		// NewServerConn's one session, which has ended and been forgotten.
 		return nil, backErr(addr, ErrSessionClosed)

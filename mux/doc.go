@@ -17,6 +17,14 @@
 // client whose bytes are not a zerodial preface to a fallback.Listener,
 // those bytes replayed (WIRE.md, "One port").
 //
+// Dial and Listen take a unix socket's address as well as a TCP one:
+// "unix:" and the socket's path ("unix:/run/app.sock"), the form
+// docs/unix.md describes, as tcp's do; a session then runs over the unix
+// socket, and its streams report the peer process's credentials
+// (transport.PeerCredReporter; Linux so far). Back names a session by its
+// peer's address, which unix clients share (unnamed, "unix:"): over a unix
+// listener, Back's Dial reaches a client only while it is the only one.
+//
 // Either end of a session may open streams, so either end may serve and
 // call: Back turns a listener into a Transport whose Dial opens a stream
 // towards the peer of one of its sessions, named by the remote address

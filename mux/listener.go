@@ -16,7 +16,8 @@ import (
 	"github.com/zerodial/transport/internal/preface"
 )
 
-// Listen binds addr (host:port; port 0 picks one) and serves a yamux
+// Listen binds addr (host:port; port 0 picks one), or a unix socket's
+// path ("unix:PATH", as tcp's Listen does: docs/unix.md), and serves a yamux
 // session on every connection it accepts, over TLS when configured, once
 // the client has sent the mux preface (WIRE.md). Accept returns the streams
 // the peers open, from all sessions, in the order they arrive. A connection
@@ -30,7 +31,7 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	nl, err := net.Listen("tcp", addr)
+	nl, err := netconn.Listen(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,9 @@ func (c *config) sessionConfig(l yamux.Logger) *yamux.Config {
 }
 
 // DialFunc opens the connection a client session runs over. It has the
-// signature of net.Dialer.DialContext; network is always "tcp".
+// signature of net.Dialer.DialContext; network is "tcp" and addr the
+// address dialled, or, for a unix address ("unix:PATH", docs/unix.md),
+// "unix" and the socket's path.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Option configures a Transport made by New. Only this package's With

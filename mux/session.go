@@ -11,6 +11,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/netconn"
 	"github.com/zerodial/transport/internal/preface"
+	"github.com/zerodial/transport/internal/unixsock"
 )
 
 // clientSession is the session kept for one remote address, from the first
@@ -181,9 +182,9 @@ func (cs *clientSession) run(ctx context.Context) {
 // prefaces with the listener (WIRE.md), and starts the yamux client on it.
 func (cs *clientSession) connect(ctx context.Context) (*yamux.Session, error) {
 	t := cs.t
-	c, err := t.cfg.dial(ctx, "tcp", cs.addr)
+	c, err := netconn.Dial(ctx, unixsock.DialFunc(t.cfg.dial), cs.addr)
 	if err != nil {
-		return nil, fmt.Errorf("mux: dial %s: %w", cs.addr, netconn.DialError(ctx, err))
+		return nil, fmt.Errorf("mux: dial %s: %w", cs.addr, err)
 	}
 	// The preface goes on the connection itself, before the tap, which
 	// must see yamux's bytes only (track.go).

@@ -364,7 +364,10 @@ type socket struct {
 	c *streamConn
 }
 
-var _ transport.Socket = (*socket)(nil)
+var (
+	_ transport.Socket           = (*socket)(nil)
+	_ transport.PeerCredReporter = (*socket)(nil)
+)
 
 func newSocket(c *streamConn, o options.Common) *socket {
 	return &socket{Socket: frame.NewSocket(c, o.MaxFrameSize).WithFrameTimeout(o.FrameTimeout).WithCompression(c.t.comp), c: c}
@@ -378,6 +381,11 @@ func (s *socket) TLS() (tls.ConnectionState, bool) {
 	}
 	return tls.ConnectionState{}, false
 }
+
+// PeerCred returns the credentials of the peer of the session's
+// connection, when it is a unix socket and the system reports them
+// (transport.PeerCredReporter): every stream of a session shares them.
+func (s *socket) PeerCred() (transport.PeerCred, bool) { return s.c.t.cred, s.c.t.credOK }
 
 // Send sends m. A write deadline already past fails it with ErrTimeout and
 // leaves the socket usable: frame.Socket would close the socket on any

@@ -7,7 +7,9 @@ import (
 	"net"
 	"sync"
 
+	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/frame"
+	"github.com/zerodial/transport/internal/unixsock"
 )
 
 // yamux's frame header (see its spec.md, "Framing"): version, type, flags,
@@ -47,6 +49,10 @@ type tracker struct {
 	// tls is the session's connection when it is TLS, for the streams'
 	// TLS state; set before any stream exists.
 	tls *tls.Conn
+	// cred is the peer's, when the connection is a unix socket's and the
+	// system reports it (credOK); the streams report it.
+	cred   transport.PeerCred
+	credOK bool
 	// comp is what the streams' sockets do about compression, from the
 	// prefaces the session's ends exchanged; set before any stream exists.
 	comp frame.Compression
@@ -322,8 +328,9 @@ type tapConn struct {
 }
 
 func newTapConn(c net.Conn, t *tracker) *tapConn {
-	_, raw := c.(*net.TCPConn)
+	raw := unixsock.Raw(c)
 	t.tls, _ = c.(*tls.Conn)
+	t.cred, t.credOK = unixsock.CredOf(c)
 	tc := &tapConn{Conn: c, t: t, rawTCP: raw}
 	// Bound once, so a scan does not allocate a closure.
 	tc.inSeen = func(flags uint16, id uint32) { t.seen(false, flags, id) }

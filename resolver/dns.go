@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zerodial/transport/internal/unixsock"
 )
 
 // Defaults of the DNS fields left zero.
@@ -117,6 +119,9 @@ func (d DNS) parse(target string) (lookup lookupFunc, fixed bool, err error) {
 	}
 	if strings.Contains(target, "://") {
 		return nil, false, bad(`a scheme is no part of it (Schemes, such as Default, take "dns:///name")`)
+	}
+	if unixsock.Is(target) {
+		return nil, false, bad("a unix socket's address has no DNS name (Static reports it as it is: docs/unix.md)")
 	}
 	if _, err := netip.ParseAddr(target); err == nil {
 		return nil, false, bad("an IP address needs a port")

@@ -461,3 +461,11 @@ func TestDefaultDNS(t *testing.T) {
 		require.Equal(t, []string{want}, nextAddrs(t, ch), target)
 	}
 }
+
+// TestDNSUnixTarget: a unix socket's address is refused with the reason,
+// rather than read as the host "unix" and a port that is not a number.
+func TestDNSUnixTarget(t *testing.T) {
+	_, err := resolver.DNS{}.Resolve("unix:/run/app.sock", func([]string, error) { t.Error("report called") })
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "a unix socket's address has no DNS name")
+}

@@ -8,7 +8,14 @@
 // transport.ErrProtocol, when the peer is not a tcp listener of this
 // version, and a Listener hands out only connections whose client sent the
 // right preface. NewSocket speaks the same protocol over a connection made
-// some other way (a unix socket, net.Pipe, a proxy's connection).
+// some other way (a socketpair, net.Pipe, a proxy's connection).
+//
+// Dial and Listen take a unix socket's address as well as a TCP one:
+// "unix:" and the socket's path ("unix:/run/app.sock"), the form
+// docs/unix.md describes, with its stale-file and pick-a-free-path rules.
+// Over it everything here holds the same — preface, limits, fallback, TLS
+// — and a Socket reports the peer process's credentials
+// (transport.PeerCredReporter; Linux so far).
 //
 // WithFallback lets a listener's port serve clients that do not speak
 // zerodial as well (net/rpc's gob and JSON-RPC clients, msgpackrpc, HTTP):

@@ -12,6 +12,7 @@ import (
 	"github.com/zerodial/transport/internal/netconn"
 	"github.com/zerodial/transport/internal/options"
 	"github.com/zerodial/transport/internal/preface"
+	"github.com/zerodial/transport/internal/unixsock"
 )
 
 // NewSocket speaks the tcp protocol over conn, a connection made some other
@@ -86,9 +87,11 @@ func newSocketErr(o options.Common, peer string) error {
 // newSocket returns the Socket of c, set up with o, whose peer sent the
 // preface peer.
 func newSocket(c net.Conn, peer preface.Preface, o options.Common) *socket {
-	return &socket{frame.NewSocket(c, o.MaxFrameSize).
+	s := &socket{Socket: frame.NewSocket(c, o.MaxFrameSize).
 		WithFrameTimeout(o.FrameTimeout).
 		WithCompression(netconn.Compression(o.CompressionThreshold, peer))}
+	s.cred, s.credOK = unixsock.CredOf(c)
+	return s
 }
 
 // socket is a tcp connection's transport.Socket: frame's, and a
@@ -98,12 +101,25 @@ func newSocket(c net.Conn, peer preface.Preface, o options.Common) *socket {
 // of every call (BenchmarkUnary/zerodial-tcp). A mux stream's socket does
 // not offer it: yamux's own goroutines hand every message on, and there
 // the same made calls slower.
-type socket struct{ *frame.Socket }
+type socket struct {
+	*frame.Socket
+	// cred is the peer's, when the connection is a unix socket's and the
+	// system reports it (credOK).
+	cred   transport.PeerCred
+	credOK bool
+}
 
 var (
-	_ transport.FrameWaiter = (*socket)(nil)
-	_ transport.FrameWaiter = (*dialledSocket)(nil)
+	_ transport.FrameWaiter      = (*socket)(nil)
+	_ transport.FrameWaiter      = (*dialledSocket)(nil)
+	_ transport.PeerCredReporter = (*socket)(nil)
+	_ transport.PeerCredReporter = (*dialledSocket)(nil)
 )
+
+// PeerCred returns the peer's credentials, read once when the connection
+// was made, when it is a unix socket and the system reports them
+// (transport.PeerCredReporter).
+func (s *socket) PeerCred() (transport.PeerCred, bool) { return s.cred, s.credOK }
 
 // WaitFrame waits until the next message has begun to arrive, taking none
 // of it (transport.FrameWaiter).

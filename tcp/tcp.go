@@ -61,7 +61,8 @@ func (t *Transport) MaxFrameSize() int { return t.opts.MaxFrameSize }
 // certificate as configured (transport.WireReporter).
 func (t *Transport) Wire() transport.Wire { return preface.DialWire(preface.TCP, t.opts.TLS) }
 
-// Dial connects to addr (host:port), completes the TLS handshake when TLS
+// Dial connects to addr (host:port, or a unix socket's "unix:PATH":
+// docs/unix.md), completes the TLS handshake when TLS
 // is configured, and exchanges prefaces with the listener (WIRE.md), all
 // within ctx. A peer that is not a tcp listener of this protocol version —
 // a mux listener, another server, one that sends nothing within the
@@ -75,9 +76,9 @@ func (t *Transport) Dial(ctx context.Context, addr string) (transport.Socket, er
 		return nil, dialClosed(addr)
 	}
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := netconn.Dial(ctx, d.DialContext, addr)
 	if err != nil {
-		return nil, netconn.DialError(ctx, err)
+		return nil, err
 	}
 	c, peer, err := t.setup.Client(ctx, c, addr)
 	if err != nil {
@@ -126,7 +127,10 @@ func (s *dialledSocket) Close() error {
 // sockets and no goroutine for them.
 const acceptBacklog = 256
 
-// Listen binds addr (host:port; port 0 picks one). Each connection is set
+// Listen binds addr (host:port; port 0 picks one), or a unix socket's
+// path ("unix:PATH"; a "*" in its last element picks a free one; a stale
+// socket file is replaced, a live listener's refused; Close removes the
+// file: docs/unix.md). Each connection is set
 // up — TLS handshake when configured, then the preface exchange — on a
 // goroutine of its own, so a slow or silent peer holds up nobody else, and
 // reaches Accept only once set up. One that fails, or takes longer than
@@ -140,7 +144,7 @@ func (t *Transport) Listen(addr string) (transport.Listener, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	nl, err := net.Listen("tcp", addr)
+	nl, err := netconn.Listen(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,9 @@ import (
 //
 // A Socket ability is claimed for both ends: the Sockets Dial returns,
 // which dispatch's Client uses, and those Accept returns, which its Server
-// uses.
+// uses. A Transport whose ends differ — a wrapper of the dialling side
+// alone, as client-side middleware is — states the accepted end's apart
+// with Accepted, and its Socket abilities then claim the dialled end's.
 type Abilities uint32
 
 // The abilities, with what dispatch loses when one is missing.
@@ -80,15 +82,68 @@ const (
 	// message has arrived whole. Without it, a Server does not hold a
 	// reply back for the next one to join its write.
 	SocketBuffered
+	// SocketPeerCredReporter: its Sockets are transport.PeerCredReporters.
+	// Without it, a handler's dispatch.CallInfo has no credentials of a
+	// caller over a unix socket, which cannot then be authorised by its
+	// user.
+	SocketPeerCredReporter
 
-	lastAbility = SocketBuffered
+	lastAbility = SocketPeerCredReporter
 )
+
+// The accepted end's Socket abilities, when Accepted states them apart:
+// a bit that says they are stated, and above it the abilities.
+const (
+	acceptedStated Abilities = 1 << 15
+	acceptedShift            = 16
+)
+
+// Accepted states the Socket abilities of the Sockets a Transport's
+// Listeners accept, when they are not those of the Sockets it dials;
+// added to a claim, it makes the claim's own Socket abilities the dialled
+// end's alone. A wrapper that wraps only what it dials, say, keeps its
+// Listeners and their Sockets as they were:
+//
+//	transporttest.TransportFrameLimiter |
+//		transporttest.SocketAsyncSender | transporttest.SocketFrameWaiter | // dialled
+//		transporttest.Accepted(transporttest.AllSocketAbilities) // accepted
+//
+// Accepted(0) states that accepted Sockets have none. Only Sockets have
+// ends: any other ability given to Accepted fails CheckAbilities, naming
+// it. Accepted(a)|Accepted(b) is Accepted(a|b).
+func Accepted(sockets Abilities) Abilities { return acceptedStated | sockets<<acceptedShift }
+
+// own returns the abilities a claims of the Transport, its Listeners,
+// their addresses and the dialled Sockets (and the accepted ones, unless
+// Accepted states theirs apart).
+func (a Abilities) own() Abilities { return a & (acceptedStated - 1) }
+
+// stated reports whether a states the accepted Sockets' abilities apart.
+func (a Abilities) stated() bool { return a&acceptedStated != 0 }
+
+// acceptedPart returns what a claims of the accepted Sockets, as Socket
+// abilities: what Accepted was given, or else its own Socket abilities.
+func (a Abilities) acceptedPart() Abilities {
+	if a.stated() {
+		return a >> acceptedShift
+	}
+	return a & AllSocketAbilities
+}
+
+// end returns what a claims as seen from one end of a connection: its
+// abilities other than the Sockets', and that end's Sockets'.
+func (a Abilities) end(accepted bool) Abilities {
+	if !accepted {
+		return a.own()
+	}
+	return a.own()&^AllSocketAbilities | a.acceptedPart()&AllSocketAbilities
+}
 
 // AllSocketAbilities are every ability a Socket may have. tcp's Sockets
 // have them all, mux's all but SocketFrameWaiter, memory's that one
 // alone.
 const AllSocketAbilities = SocketAsyncSender | SocketBatchSender | SocketFrameWaiter | SocketTLSReporter |
-	SocketUnwritten | SocketWaitWritten | SocketBuffered
+	SocketUnwritten | SocketWaitWritten | SocketBuffered | SocketPeerCredReporter
 
 // ability describes one bit of Abilities: the interface, what has it, and
 // whether v does.
@@ -130,6 +185,8 @@ var abilities = []ability{
 		"a Server's graceful Shutdown may close the connection with replies still queued"},
 	{SocketBuffered, "SocketBuffered", "interface{ Buffered() bool }", onSocket, is[buffered],
 		"a Server does not hold a reply back for the next one to join its write"},
+	{SocketPeerCredReporter, "SocketPeerCredReporter", "transport.PeerCredReporter", onSocket, is[transport.PeerCredReporter],
+		"handlers see no credentials of a caller over a unix socket (dispatch.CallInfo) and cannot authorise it by its user"},
 }
 
 // What an ability is found on.
@@ -154,31 +211,65 @@ func is[T any](v any) bool {
 	return ok
 }
 
-// Has reports whether a holds every ability of b.
-func (a Abilities) Has(b Abilities) bool { return a&b == b }
+// Has reports whether a holds every ability of b. A Socket ability of b
+// is asked of the dialled Sockets, and one b states with Accepted of the
+// accepted Sockets: a claim that states no Accepted claims its Socket
+// abilities of both ends, so a.Has(Accepted(SocketFrameWaiter)) is
+// a.Has(SocketFrameWaiter) for it.
+func (a Abilities) Has(b Abilities) bool {
+	if !a.stated() {
+		a |= Accepted(a & AllSocketAbilities)
+	}
+	return a&b == b
+}
 
 // String names the abilities of a as its constants do, joined by "|"
-// ("SocketAsyncSender|SocketBatchSender"), or "none".
+// ("SocketAsyncSender|SocketBatchSender"), the accepted Sockets' as
+// Accepted's ("Accepted(SocketFrameWaiter)") when stated apart, or
+// "none".
 func (a Abilities) String() string {
-	return a.list(func(ab ability) string { return ab.id }, "|")
+	names := a.own().list(func(ab ability) string { return ab.id })
+	if a.stated() {
+		names = append(names, "Accepted("+a.acceptedPart().String()+")")
+	}
+	return joined(names, "|")
 }
 
 // Interfaces lists the abilities of a by the interfaces they are, each
-// with what implements it ("Socket transport.BatchSender"), or "none".
+// with what implements it ("Socket transport.BatchSender"; "dialled
+// Socket" and "accepted Socket" when Accepted states the accepted
+// Sockets' apart), or "none".
 func (a Abilities) Interfaces() string {
-	return a.list(func(ab ability) string { return ab.on + " " + ab.iface }, ", ")
+	socket := onSocket
+	if a.stated() {
+		socket = "dialled " + onSocket
+	}
+	names := a.own().list(func(ab ability) string {
+		if ab.on == onSocket {
+			return socket + " " + ab.iface
+		}
+		return ab.on + " " + ab.iface
+	})
+	if a.stated() {
+		names = append(names, a.acceptedPart().list(func(ab ability) string { return "accepted " + ab.on + " " + ab.iface })...)
+	}
+	return joined(names, ", ")
 }
 
-func (a Abilities) list(name func(ability) string, sep string) string {
+func (a Abilities) list(name func(ability) string) []string {
 	var names []string
 	for _, ab := range abilities {
-		if a.Has(ab.bit) {
+		if a&ab.bit == ab.bit {
 			names = append(names, name(ab))
 		}
 	}
 	if rest := a &^ (lastAbility<<1 - 1); rest != 0 {
 		names = append(names, fmt.Sprintf("Abilities(%#x)", uint32(rest)))
 	}
+	return names
+}
+
+func joined(names []string, sep string) string {
 	if len(names) == 0 {
 		return "none"
 	}
@@ -226,44 +317,54 @@ func probe(tr transport.Transport, addr string, fn func(h held) error) error {
 	return fn(held{tr: tr, l: l, dialled: c, accepted: a.s})
 }
 
-// abilitiesOf returns the abilities h's values have; a Socket ability
-// counts if either end has it.
+// abilitiesOf returns the abilities h's values have: the accepted
+// Socket's stated apart (Accepted) when they are not the dialled one's.
 func abilitiesOf(h held) Abilities {
-	var a Abilities
+	var a, accepted Abilities
 	for _, ab := range abilities {
 		for _, v := range h.of(ab.on) {
-			if ab.check(v.v) {
+			switch {
+			case !ab.check(v.v):
+			case v.accepted:
+				accepted |= ab.bit
+			default:
 				a |= ab.bit
 			}
 		}
+	}
+	if accepted != a&AllSocketAbilities {
+		a |= Accepted(accepted)
 	}
 	return a
 }
 
 // named is a value an ability is looked for in, and what the value is.
 type named struct {
-	what string
-	v    any
+	what     string
+	v        any
+	accepted bool // the accepted Socket
 }
 
 // of returns the values an ability found on on is looked for in.
 func (h held) of(on string) []named {
 	switch on {
 	case onTransport:
-		return []named{{"Transport", h.tr}}
+		return []named{{"Transport", h.tr, false}}
 	case onListener:
-		return []named{{"Listener", h.l}}
+		return []named{{"Listener", h.l, false}}
 	case onAddr:
-		return []named{{"Listener's Addr()", h.l.Addr()}}
+		return []named{{"Listener's Addr()", h.l.Addr(), false}}
 	}
-	return []named{{"dialled Socket", h.dialled}, {"accepted Socket", h.accepted}}
+	return []named{{"dialled Socket", h.dialled, false}, {"accepted Socket", h.accepted, true}}
 }
 
 // AbilitiesOf returns the abilities tr has: it listens on addr, dials the
 // listener, looks at the Transport, the Listener, its address and both
-// Sockets, and closes what it made (not tr). A Socket ability counts if
-// either end has it. A wrapper's test claims what it wraps has, so that
-// an ability the wrapper forgets to pass on fails Run, naming it:
+// Sockets, and closes what it made (not tr). When the accepted Socket's
+// abilities are not the dialled one's, it states them apart (Accepted).
+// A wrapper's test claims what it wraps has, less what it deliberately
+// hides, so that an ability the wrapper forgets to pass on fails Run,
+// naming it:
 //
 //	inner, addr := mk(t)
 //	have, err := transporttest.AbilitiesOf(inner, addr)
@@ -287,21 +388,27 @@ func AbilitiesOf(tr transport.Transport, addr string) (Abilities, error) {
 // either end's Socket does not implement, with what dispatch loses
 // without it, and each one implemented that is not claimed (so that the
 // claims, which a wrapper's test copies, stay whole), all joined
-// (errors.Join); nil if they agree. It closes what it made, not tr. Run
-// calls it as its Abilities case.
+// (errors.Join); nil if they agree. Each end's Socket is held to its own
+// claim: the accepted one to what Accepted states, if the claim states
+// it. It closes what it made, not tr. Run calls it as its Abilities case.
 func CheckAbilities(tr transport.Transport, addr string, claimed Abilities) error {
+	if odd := claimed.acceptedPart() &^ AllSocketAbilities; odd != 0 {
+		return fmt.Errorf("transporttest: %s: the claim states transporttest.Accepted(%v), which only Socket abilities have: claim them outside Accepted",
+			tr, odd)
+	}
 	var errs []error
 	err := probe(tr, addr, func(h held) error {
 		for _, ab := range abilities {
 			for _, v := range h.of(ab.on) {
 				has := ab.check(v.v)
+				claims := claimed.end(v.accepted).Has(ab.bit)
 				switch {
-				case claimed.Has(ab.bit) && !has:
-					errs = append(errs, fmt.Errorf("transporttest: %s: its %s (%T) does not implement %s, which it claims (transporttest.%s): %s",
-						tr, v.what, v.v, ab.iface, ab.id, ab.lost))
-				case !claimed.Has(ab.bit) && has:
-					errs = append(errs, fmt.Errorf("transporttest: %s: its %s (%T) implements %s, which it does not claim: add transporttest.%s to the claims",
-						tr, v.what, v.v, ab.iface, ab.id))
+				case claims && !has:
+					errs = append(errs, fmt.Errorf("transporttest: %s: its %s (%T) does not implement %s, which it claims (%s): %s%s",
+						tr, v.what, v.v, ab.iface, claimName(claimed, ab, v.accepted), ab.lost, endsDiffer(h, claimed, ab)))
+				case !claims && has:
+					errs = append(errs, fmt.Errorf("transporttest: %s: its %s (%T) implements %s, which it does not claim: add %s to the claims%s",
+						tr, v.what, v.v, ab.iface, claimName(claimed, ab, v.accepted), endsDiffer(h, claimed, ab)))
 				}
 			}
 		}
@@ -311,4 +418,22 @@ func CheckAbilities(tr transport.Transport, addr string, claimed Abilities) erro
 		return err
 	}
 	return errors.Join(errs...)
+}
+
+// claimName returns how a claim states ab, of the accepted Socket or not.
+func claimName(claimed Abilities, ab ability, accepted bool) string {
+	if accepted && claimed.stated() {
+		return "transporttest.Accepted(transporttest." + ab.id + ")"
+	}
+	return "transporttest." + ab.id
+}
+
+// endsDiffer says, for a Socket ability that one end of h has and the
+// other not while claimed lets both ends' Socket abilities be one claim,
+// how to claim them apart; "" otherwise.
+func endsDiffer(h held, claimed Abilities, ab ability) string {
+	if ab.on != onSocket || claimed.stated() || ab.check(h.dialled) == ab.check(h.accepted) {
+		return ""
+	}
+	return " (its accepted Sockets differ from those it dials: state theirs apart with transporttest.Accepted)"
 }

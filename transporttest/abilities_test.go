@@ -32,7 +32,7 @@ func TestForgetfulWrappersCovered(t *testing.T) {
 		assert.False(t, covered.Has(f.forgets), "%v twice", f.forgets)
 		covered |= f.forgets
 	}
-	for b := transporttest.TransportFrameLimiter; b <= transporttest.SocketBuffered; b <<= 1 {
+	for b := transporttest.TransportFrameLimiter; b <= transporttest.SocketPeerCredReporter; b <<= 1 {
 		assert.True(t, covered.Has(b), "no wrapper forgets %v", b)
 	}
 }

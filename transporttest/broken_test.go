@@ -29,6 +29,9 @@ type broken struct {
 	has  transporttest.Abilities
 	addr string
 	mk   func(t *testing.T) transport.Transport
+	// end, if set, is the one end whose Sockets break the contract: the
+	// case fails there (its subtest of that name) and passes the other.
+	end string
 }
 
 var brokens = []broken{
@@ -64,6 +67,15 @@ var brokens = []broken{
 		},
 	},
 	{
+		// The accepted end alone reorders, as a Listener's wrapper that
+		// broke SendAsync would: its own claim holds it to the contract.
+		name: "AcceptedSendAsyncReorders", kase: "SendOrder", want: "out of order", end: "accepted",
+		has: tcpHas, addr: "127.0.0.1:0",
+		mk: func(*testing.T) transport.Transport {
+			return tcpEnds(nil, func(s fullSocket) transport.Socket { return &reordering{fullSocket: s} })
+		},
+	},
+	{
 		name: "WaitFrameDoesNotWait", kase: "FrameWaiter", want: "An error is expected but got nil",
 		has: tcpHas, addr: "127.0.0.1:0",
 		mk: func(*testing.T) transport.Transport {
@@ -75,6 +87,14 @@ var brokens = []broken{
 		has: tcpHas, addr: "127.0.0.1:0",
 		mk: func(*testing.T) transport.Transport {
 			return tcpSockets(func(s fullSocket) transport.Socket { return alwaysBuffered{s} })
+		},
+	},
+	{
+		// The dialled end alone, where a client-side wrapper breaks it.
+		name: "DialledBufferedAlways", kase: "Buffered", want: "Buffered before anything was sent", end: "dialled",
+		has: tcpHas, addr: "127.0.0.1:0",
+		mk: func(*testing.T) transport.Transport {
+			return tcpEnds(func(s fullSocket) transport.Socket { return alwaysBuffered{s} }, nil)
 		},
 	},
 	{
@@ -208,7 +228,8 @@ const brokenEnv = "TRANSPORTTEST_BROKEN_CHILD"
 
 // TestRunFailsBrokenAbilities: for an ability whose contract a Transport
 // breaks, while claiming exactly what it has, Run's Abilities case passes
-// and the case of that ability fails, saying what broke. Each broken
+// and the case of that ability fails, saying what broke — at the end that
+// breaks it, when one end alone does. Each broken
 // Transport runs in a child process (this test binary, run again), since
 // a failed subtest would fail this test.
 func TestRunFailsBrokenAbilities(t *testing.T) {
@@ -230,6 +251,11 @@ func TestRunFailsBrokenAbilities(t *testing.T) {
 			assert.Contains(t, string(out), "--- PASS: TestRunFailsBrokenAbilities/Abilities", "its claims are what it has")
 			assert.Contains(t, string(out), "--- FAIL: TestRunFailsBrokenAbilities/"+b.kase, "the case that must fail it")
 			assert.Contains(t, string(out), b.want, "what the failure must say")
+			if b.end != "" {
+				other := map[string]string{"dialled": "accepted", "accepted": "dialled"}[b.end]
+				assert.Contains(t, string(out), "--- FAIL: TestRunFailsBrokenAbilities/"+b.kase+"/"+b.end, "the end that breaks it")
+				assert.Contains(t, string(out), "--- PASS: TestRunFailsBrokenAbilities/"+b.kase+"/"+other, "the end that keeps it")
+			}
 		})
 	}
 }

@@ -20,8 +20,11 @@
 // Transport claims what it wraps has (AbilitiesOf), so that one it forgets
 // to pass on — net/http's Flusher trap — fails its test rather than
 // silently costing its users the in-process shortcut, shared writes or a
-// caller's certificate. CheckAbilities runs the first check alone and
-// returns its error.
+// caller's certificate. A Socket ability is claimed of both ends of a
+// connection, unless the claim states the accepted end's apart with
+// Accepted — as a wrapper of the dialling side alone, client-side
+// middleware, does — and each end is held to its own claim.
+// CheckAbilities runs the first check alone and returns its error.
 //
 // Each case runs on a fresh Transport, which Run closes when the case
 // ends, and fails if it leaves a goroutine behind, so cases do not run in

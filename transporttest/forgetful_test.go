@@ -103,7 +103,8 @@ var forgetfuls = []forgetful{
 				unwritten
 				waitWritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketBatchSender, "transport.BatchSender", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -116,7 +117,8 @@ var forgetfuls = []forgetful{
 				unwritten
 				waitWritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketFrameWaiter, "transport.FrameWaiter", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -129,7 +131,8 @@ var forgetfuls = []forgetful{
 				unwritten
 				waitWritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketTLSReporter, "transport.TLSReporter", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -142,7 +145,8 @@ var forgetfuls = []forgetful{
 				unwritten
 				waitWritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketUnwritten, "interface{ Unwritten() int64 }", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -155,7 +159,8 @@ var forgetfuls = []forgetful{
 				transport.TLSReporter
 				waitWritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketWaitWritten, "interface{ WaitWritten(context.Context) error }", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -168,7 +173,8 @@ var forgetfuls = []forgetful{
 				transport.TLSReporter
 				unwritten
 				buffered
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 	{transporttest.SocketBuffered, "interface{ Buffered() bool }", tcpHas, "127.0.0.1:0", func() transport.Transport {
@@ -181,7 +187,22 @@ var forgetfuls = []forgetful{
 				transport.TLSReporter
 				unwritten
 				waitWritten
-			}{s, s, s, s, s, s, s}
+				transport.PeerCredReporter
+			}{s, s, s, s, s, s, s, s}
+		})
+	}},
+	{transporttest.SocketPeerCredReporter, "transport.PeerCredReporter", tcpHas, "127.0.0.1:0", func() transport.Transport {
+		return tcpSockets(func(s fullSocket) transport.Socket {
+			return struct {
+				transport.Socket
+				transport.AsyncSender
+				transport.BatchSender
+				transport.FrameWaiter
+				transport.TLSReporter
+				unwritten
+				waitWritten
+				buffered
+			}{s, s, s, s, s, s, s, s}
 		})
 	}},
 }
@@ -242,8 +263,15 @@ func (a plainAddr) String() string  { return a.a.String() }
 // Transport and Listeners, and its Sockets, dialled and accepted, with
 // wrap.
 func tcpSockets(wrap func(fullSocket) transport.Socket) transport.Transport {
+	return tcpEnds(wrap, wrap)
+}
+
+// tcpEnds wraps a tcp Transport, passing on the abilities of its
+// Transport and Listeners, its dialled Sockets with dialled and its
+// accepted ones with accepted; a nil one leaves its end's as they are.
+func tcpEnds(dialled, accepted func(fullSocket) transport.Socket) transport.Transport {
 	t := tcp.New()
-	return &socketing{Transport: t, FrameLimiter: t, WireReporter: t, wrap: wrap}
+	return &socketing{Transport: t, FrameLimiter: t, WireReporter: t, dialled: dialled, accepted: accepted}
 }
 
 // socketing is a tcp Transport whose Sockets are wrapped.
@@ -251,23 +279,23 @@ type socketing struct {
 	transport.Transport
 	transport.FrameLimiter
 	transport.WireReporter
-	wrap func(fullSocket) transport.Socket
+	dialled, accepted func(fullSocket) transport.Socket
 }
 
 func (t *socketing) Dial(ctx context.Context, addr string) (transport.Socket, error) {
 	s, err := t.Transport.Dial(ctx, addr)
-	if err != nil {
-		return nil, err
+	if err != nil || t.dialled == nil {
+		return s, err
 	}
-	return t.wrap(s.(fullSocket)), nil
+	return t.dialled(s.(fullSocket)), nil
 }
 
 func (t *socketing) Listen(addr string) (transport.Listener, error) {
 	l, err := t.Transport.Listen(addr)
-	if err != nil {
-		return nil, err
+	if err != nil || t.accepted == nil {
+		return l, err
 	}
-	return &acceptWrapping{fullListener: l.(fullListener), wrap: t.wrap}, nil
+	return &acceptWrapping{fullListener: l.(fullListener), wrap: t.accepted}, nil
 }
 
 // acceptWrapping passes on every ability of its Listener, and wraps the
@@ -295,4 +323,5 @@ type fullSocket interface {
 	unwritten
 	waitWritten
 	buffered
+	transport.PeerCredReporter
 }

@@ -88,6 +88,7 @@ var cases = []testCase{
 	{"TLSState", testTLSState},
 	{"Written", testWritten},
 	{"Buffered", testBuffered},
+	{"PeerCred", testPeerCred},
 }
 
 type env struct {
@@ -164,6 +165,58 @@ func (e *env) need(a Abilities) {
 	e.t.Helper()
 	if !e.have.Has(a) {
 		e.t.Skipf("the Transport does not claim %v (%s)", a&^e.have, (a &^ e.have).Interfaces())
+	}
+}
+
+// end is one end of a connection a case dialled, for a Socket ability
+// that each end is held to by its own claim (see Accepted).
+type end struct {
+	name         string // "dialled" or "accepted"
+	accepted     bool
+	l            transport.Listener // the Listener the connection was dialled to
+	s, peer      transport.Socket   // this end's Socket and the other end's
+	has, peerHas Abilities          // what is claimed as seen from each (Abilities.end)
+}
+
+// pick returns, of the two ends c (dialled) and s (accepted) of another
+// connection, the one at x's end.
+func (x end) pick(c, s transport.Socket) transport.Socket {
+	if x.accepted {
+		return s
+	}
+	return c
+}
+
+// eachEnd runs fn, as a subtest named after the end, for each end of a
+// connection — dialled, then accepted — whose claim has any ability of a,
+// on a connection of its own; it skips the case if neither end's has.
+func (e *env) eachEnd(a Abilities, fn func(t *testing.T, e *env, x end)) {
+	e.t.Helper()
+	ran := false
+	for _, accepted := range []bool{false, true} {
+		has := e.have.end(accepted)
+		if has&a == 0 {
+			continue
+		}
+		ran = true
+		x := end{name: "dialled", accepted: accepted, has: has, peerHas: e.have.end(!accepted)}
+		if accepted {
+			x.name = "accepted"
+		}
+		e.t.Run(x.name, func(t *testing.T) {
+			sub := *e
+			sub.t = t
+			x.l = sub.listen()
+			c, s := sub.dial(x.l)
+			x.s, x.peer = c, s
+			if accepted {
+				x.s, x.peer = s, c
+			}
+			fn(t, &sub, x)
+		})
+	}
+	if !ran {
+		e.t.Skipf("neither end's Sockets are claimed to have any of %v (%s)", a, a.Interfaces())
 	}
 }
 

@@ -42,12 +42,14 @@ func contains(hay, needle []string) bool {
 }
 
 // quoted are the files whose examples the README and docs/ may quote:
-// this package's, the quickstart's program, the faults example's test, and
-// httpzerodial's and grpczerodial's, modules of their own that the root
-// module cannot import, so read as text here (their examples run in their
-// own tests; the quickstart's and the faults example's in their own too).
+// this package's (unix_example_test.go holds docs/unix.md's), the
+// quickstart's program, the faults example's test, and httpzerodial's and
+// grpczerodial's, modules of their own that the root module cannot import,
+// so read as text here (their examples run in their own tests; the
+// quickstart's and the faults example's in their own too).
 var quoted = []string{
 	"readme_example_test.go",
+	"unix_example_test.go",
 	"../quickstart/main.go",
 	"../faults/orders_test.go",
 	"../../httpzerodial/example_test.go",

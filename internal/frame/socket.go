@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/unixsock"
 )
 
 // readBufferSize is the read buffer of one socket while its peer is
@@ -74,7 +75,7 @@ type Socket struct {
 // NewSocket returns a Socket of frames over c, refusing frames larger than
 // max bytes in either direction.
 func NewSocket(c net.Conn, max int) *Socket {
-	_, raw := c.(*net.TCPConn)
+	raw := unixsock.Raw(c)
 	s := &Socket{
 		conn:   c,
 		max:    max,

@@ -19,7 +19,8 @@ import (
 
 // DialError maps a dial failure to the transport's errors, as the
 // transport.Transport contract asks of Dial: a refused connection matches
-// transport.ErrConnectionRefused, and a dial cut short by ctx matches
+// transport.ErrConnectionRefused, as does a unix socket path with no file
+// (its listener closed and removed it, or never began), and a dial cut short by ctx matches
 // ctx.Err() (the net package's error does not always say so). Other errors
 // are returned as they are.
 //
@@ -29,7 +30,7 @@ import (
 // poller can report it before ctx's own timer has run (seen as a bare
 // "i/o timeout" under .ci/run --stress).
 func DialError(ctx context.Context, err error) error {
-	if errors.Is(err, syscall.ECONNREFUSED) {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
 		return fmt.Errorf("%w: %w", transport.ErrConnectionRefused, err)
 	}
 	ctxErr := ctx.Err()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zerodial/transport/fallback"
 	"github.com/zerodial/transport/internal/preface"
+	"github.com/zerodial/transport/internal/unixsock"
 )
 
 // Setup says how a transport sets a connection up before it carries
@@ -59,8 +60,18 @@ func (s Setup) Client(ctx context.Context, c net.Conn, addr string) (net.Conn, p
 	if s.TLS != nil {
 		cfg := s.TLS
 		if cfg.ServerName == "" {
-			cfg = cfg.Clone()
-			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+			if unixsock.Is(addr) {
+				// No host name to take: say what crypto/tls would leave
+				// the caller to guess.
+				if !cfg.InsecureSkipVerify {
+					c.Close()
+					return nil, preface.Preface{}, fmt.Errorf("%s: tls with %s: a unix address names no server: "+
+						"set the tls.Config's ServerName to a name its certificate holds", s.name(), addr)
+				}
+			} else {
+				cfg = cfg.Clone()
+				cfg.ServerName, _, _ = net.SplitHostPort(addr)
+			}
 		}
 		tc := tls.Client(c, cfg)
 		// ctx may never end (a Dial with context.Background()): bound the

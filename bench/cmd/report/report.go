@@ -19,6 +19,8 @@ var impls = []struct{ name, family string }{
 	{"zerodial-memory", "zerodial"},
 	{"zerodial-tcp", "zerodial"},
 	{"zerodial-mux", "zerodial"},
+	{"zerodial-tcp-unix", "zerodial"},
+	{"zerodial-mux-unix", "zerodial"},
 	{"zerodial-copy-otel", "zerodial"},
 	{"zerodial-memory-otel", "zerodial"},
 	{"zerodial-mux-otel", "zerodial"},
@@ -43,7 +45,13 @@ var impls = []struct{ name, family string }{
 	{"floor-chan", "floor"},
 	{"floor-tcp", "floor"},
 	{"floor-tcp-relay", "floor"},
+	{"floor-unix", "floor"},
 	{"floor-yamux", "floor"},
+	{"zerodial-tcp-proc", "zerodial"},
+	{"zerodial-tcp-unix-proc", "zerodial"},
+	{"zerodial-mux-unix-proc", "zerodial"},
+	{"floor-tcp-proc", "floor"},
+	{"floor-unix-proc", "floor"},
 }
 
 var sizes = []string{"16B", "1KiB", "64KiB", "1MiB"}
@@ -60,6 +68,11 @@ var paths = []struct{ impl, peer, floor string }{
 	{"zerodial-memory", "netrpc-pipe", "floor-chan"},
 	{"zerodial-tcp", "netrpc-tcp", "floor-tcp"},
 	{"zerodial-mux", "netrpc-yamux", "floor-yamux"},
+	{"zerodial-tcp-unix", "netrpc-tcp", "floor-unix"},
+	{"zerodial-mux-unix", "netrpc-yamux", "floor-unix"},
+	{"zerodial-tcp-proc", "netrpc-tcp", "floor-tcp-proc"},
+	{"zerodial-tcp-unix-proc", "netrpc-tcp", "floor-unix-proc"},
+	{"zerodial-mux-unix-proc", "netrpc-yamux", "floor-unix-proc"},
 }
 
 // migration pairs each row where one end of a net/rpc call has moved to

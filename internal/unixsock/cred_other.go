@@ -1,0 +1,17 @@
+//go:build !linux
+
+package unixsock
+
+import (
+	"net"
+
+	"github.com/zerodial/transport"
+)
+
+// peerCred reports nothing: only Linux's credentials (SO_PEERCRED) are
+// read so far.
+func peerCred(*net.UnixConn) (transport.PeerCred, bool) { return transport.PeerCred{}, false }
+
+// CredSupported says whether this system reports a unix socket peer's
+// credentials.
+const CredSupported = false
