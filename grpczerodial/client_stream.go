@@ -234,12 +234,14 @@ func (cs *clientStream) Trailer() metadata.MD {
 	}
 }
 
+// CloseSend closes the caller's side. It never fails, as grpc-go's does
+// not: a stream that has ended (its context did, say) has nothing to
+// close, and RecvMsg says how it ended — a generated CloseAndRecv returns
+// CloseSend's error as it is.
 func (cs *clientStream) CloseSend() error {
 	cs.sendMu.Lock()
 	defer cs.sendMu.Unlock()
-	if err := cs.s.CloseSend(); err != nil {
-		return sendError(err)
-	}
+	_ = cs.s.CloseSend()
 	return nil
 }
 
@@ -260,7 +262,7 @@ func (cs *clientStream) SendMsg(m any) error {
 	return nil
 }
 
-// sendError is what SendMsg and CloseSend return for dispatch's err: a
+// sendError is what SendMsg returns for dispatch's err: a
 // message over the frame limit, which was not sent (the stream goes on),
 // is ResourceExhausted; any other failure means the stream has ended, and
 // is io.EOF, as grpc-go's is: RecvMsg says how it ended.

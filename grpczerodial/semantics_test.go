@@ -317,3 +317,21 @@ func TestCancelKeepsRequest(t *testing.T) {
 		assert.Equal(t, seen{"first"}, <-got)
 	})
 }
+
+// CloseSend never fails, as grpc-go's does not: the stream's end is for
+// RecvMsg to say (a generated CloseAndRecv returns CloseSend's error as it
+// is, which would otherwise be io.EOF, code Unknown), on every path.
+func TestCloseSendAfterEnd(t *testing.T) {
+	forEachPath(t, setup{}, func(t *testing.T, p path, e *env) {
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := testpb.NewTestServiceClient(e.cc).StreamingInputCall(ctx)
+		require.NoError(t, err)
+		cancel()
+		assert.NoError(t, s.CloseSend()) // whether the end has come or not
+		err = s.RecvMsg(new(testpb.StreamingInputCallResponse))
+		assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+		assert.NoError(t, s.CloseSend())
+		_, err = s.CloseAndRecv()
+		assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	})
+}
