@@ -3,6 +3,7 @@ package grpczerodial
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -22,10 +23,19 @@ func dispatchName(fullMethod string) (string, error) {
 		return "", status.Errorf(codes.Unimplemented, "grpczerodial: malformed method name %q: want \"/package.Service/Method\"", fullMethod)
 	}
 	name := svc + "." + m
-	names.Store(fullMethod, name)
+	if cached.Add(1) <= maxCached {
+		names.Store(fullMethod, name)
+	}
 	return name, nil
 }
 
 // names caches dispatchName's answers, so that a call does not build its
-// name anew: generated clients call a fixed set of methods.
-var names sync.Map
+// name anew: generated clients call a fixed set of methods. A program that
+// calls names built at run time (a proxy) could make any number: past
+// maxCached, names are built each time.
+var (
+	names  sync.Map
+	cached atomic.Int64
+)
+
+const maxCached = 4096
