@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command of zerodial: the race tests of every module of this
 # repository — every directory with a go.mod, found afresh each run (the
-# root, otelzerodial, httpzerodial, etcdzerodial and bench today) — one
-# after another, `go test -race -count=1 ./...` in each. Arguments go to
+# root, otelzerodial, httpzerodial, grpczerodial, etcdzerodial and bench
+# today) — one after another, `go test -race -count=1 ./...` in each. Arguments go to
 # each go test (./test.sh -run TestName -v). It goes on through every
 # module and fails at the end, naming the modules that failed. .ci/run runs
 # it; etcdzerodial's tests start an etcd of their own, and httpzerodial's

@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/zerodial/transport => ../
+	github.com/zerodial/transport/grpczerodial => ../grpczerodial
 	github.com/zerodial/transport/httpzerodial => ../httpzerodial
 	github.com/zerodial/transport/otelzerodial => ../otelzerodial
 )
@@ -15,6 +16,7 @@ require (
 	github.com/hashicorp/net-rpc-msgpackrpc/v2 v2.0.0
 	github.com/hashicorp/yamux v0.1.2
 	github.com/zerodial/transport v0.0.0-00010101000000-000000000000
+	github.com/zerodial/transport/grpczerodial v0.0.0-00010101000000-000000000000
 	github.com/zerodial/transport/httpzerodial v0.0.0-00010101000000-000000000000
 	github.com/zerodial/transport/otelzerodial v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0

@@ -42,16 +42,18 @@ func contains(hay, needle []string) bool {
 }
 
 // quoted are the files whose examples the README and docs/ may quote:
-// this package's (unix_example_test.go holds docs/unix.md's), the quickstart's program, the faults example's test, and
-// httpzerodial's, a module of its own that the root module cannot import, so
-// read as text here (its examples run in its own tests; the quickstart's and
-// the faults example's in their own too).
+// this package's (unix_example_test.go holds docs/unix.md's), the
+// quickstart's program, the faults example's test, and httpzerodial's and
+// grpczerodial's, modules of their own that the root module cannot import,
+// so read as text here (their examples run in their own tests; the
+// quickstart's and the faults example's in their own too).
 var quoted = []string{
 	"readme_example_test.go",
 	"unix_example_test.go",
 	"../quickstart/main.go",
 	"../faults/orders_test.go",
 	"../../httpzerodial/example_test.go",
+	"../../grpczerodial/example_test.go",
 }
 
 // docs are the pages whose Go blocks must be quoted: the README and every

@@ -1,0 +1,110 @@
+package grpczerodial_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/interop"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+
+	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/grpczerodial"
+	"github.com/zerodial/transport/memory"
+	"github.com/zerodial/transport/mux"
+	"github.com/zerodial/transport/tcp"
+)
+
+// path is one way a call goes: a transport, the address to listen on, and
+// the Client's shortcut mode (none: the network).
+type path struct {
+	name     string
+	tr       func() transport.Transport
+	addr     string
+	shortcut *dispatch.ShortcutMode
+}
+
+var (
+	copyMode   = dispatch.ShortcutCopy
+	directMode = dispatch.ShortcutDirect
+)
+
+var paths = []path{
+	{"memory", func() transport.Transport { return memory.New() }, "", nil},
+	{"tcp", func() transport.Transport { return tcp.New() }, "127.0.0.1:0", nil},
+	{"mux", func() transport.Transport { return mux.New() }, "127.0.0.1:0", nil},
+	{"shortcut-copy", func() transport.Transport { return memory.New() }, "", &copyMode},
+	{"shortcut-direct", func() transport.Transport { return memory.New() }, "", &directMode},
+}
+
+// wantPath is the dispatch.Path a handler sees on p.
+func (p path) want() dispatch.Path {
+	switch p.name {
+	case "shortcut-copy":
+		return dispatch.PathShortcutCopy
+	case "shortcut-direct":
+		return dispatch.PathShortcutDirect
+	}
+	return dispatch.Path(p.name)
+}
+
+// env is a path set up: a Server serving the Registrar's services, and a
+// ClientConn calling it.
+type env struct {
+	srv *dispatch.Server
+	reg *grpczerodial.Registrar
+	c   *dispatch.Client
+	cc  *grpczerodial.ClientConn
+}
+
+type setup struct {
+	srvOpts []dispatch.ServerOption
+	regOpts []grpczerodial.ServerOption
+	cOpts   []dispatch.ClientOption
+	ccOpts  []grpczerodial.ClientOption
+	// register registers services; by default, gRPC's interop TestService
+	// and the health service.
+	register func(reg *grpczerodial.Registrar)
+}
+
+func start(t testing.TB, p path, s setup) *env {
+	t.Helper()
+	srv := dispatch.NewServer(s.srvOpts...)
+	reg := grpczerodial.NewRegistrar(srv, s.regOpts...)
+	if s.register != nil {
+		s.register(reg)
+	} else {
+		testpb.RegisterTestServiceServer(reg, interop.NewTestServer())
+		healthpb.RegisterHealthServer(reg, health.NewServer())
+	}
+	tr := p.tr()
+	l, err := tr.Listen(p.addr)
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(l))
+	opts := s.cOpts
+	if p.shortcut != nil {
+		opts = append([]dispatch.ClientOption{dispatch.WithShortcut(*p.shortcut)}, opts...)
+	}
+	c, err := dispatch.Dial(context.Background(), tr, l.Addr().String(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c.Close()
+		srv.Close()
+		if cl, ok := tr.(interface{ Close() error }); ok {
+			cl.Close()
+		}
+	})
+	return &env{srv: srv, reg: reg, c: c, cc: grpczerodial.NewClientConn(c, s.ccOpts...)}
+}
+
+// forEachPath runs f as a subtest on every path.
+func forEachPath(t *testing.T, s setup, f func(t *testing.T, p path, e *env)) {
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			f(t, p, start(t, p, s))
+		})
+	}
+}
