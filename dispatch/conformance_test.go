@@ -59,6 +59,14 @@ func oneLimit(l dispatchtest.Limits) []memory.Option {
 	return memoryLimit(n)
 }
 
+// countingLimited is a countingTransport that passes on its transport's
+// frame limit, which the shortcut keeps to.
+type countingLimited struct{ countingTransport }
+
+func (c *countingLimited) MaxFrameSize() int {
+	return c.Transport.(transport.FrameLimiter).MaxFrameSize()
+}
+
 // shortcutBinding is the shortcut in mode, to a Server listening on
 // memory, which a synctest bubble can hold, or on tcp when a case asks for
 // two frame limits: no socket is dialled.
@@ -73,7 +81,7 @@ func shortcutBinding(p dispatchtest.Profile, mode dispatch.ShortcutMode) dispatc
 				t.Cleanup(func() { require.Zero(t, ct.dials.Load(), "the shortcut dialled a socket") })
 				return dialed(t, srv, m, ct, "", opt)
 			}
-			ct := &countingTransport{Transport: tcp.New(tcpLimit(l.Client)...)}
+			ct := &countingLimited{countingTransport{Transport: tcp.New(tcpLimit(l.Client)...)}}
 			t.Cleanup(func() { require.Zero(t, ct.dials.Load(), "the shortcut dialled a socket") })
 			return dialed(t, srv, tcp.New(tcpLimit(l.Server)...), ct, "127.0.0.1:0", opt)
 		},

@@ -33,8 +33,39 @@ var OneProtocol = &Difference{
 	},
 }
 
+// withExtra is the reference outcome with Extra as the path's.
+func withExtra(extra string) func(ref Outcome) Outcome {
+	return func(ref Outcome) Outcome {
+		ref.Extra = extra
+		return ref
+	}
+}
+
+// OneFrameLimit: the path's two ends share one frame limit (memory's
+// Transport has one), the smaller of the two a case asks for. Where a case
+// wants a message within one end's limit and over the other's, the end
+// that sends it refuses it, as it refuses any message over the limit.
+var OneFrameLimit = &Difference{
+	Name: "one frame limit",
+	Doc:  "the two ends share one frame limit, the smaller one a case asks for: the end that sends a message over it refuses it",
+	Effects: map[string]Effect{
+		"request over the server's frame limit": {
+			Doc:  "the Client refuses the request before sending it (ErrFrameTooLarge), as it refuses any request over its limit; the connection goes on",
+			Want: []func(Outcome) Outcome{withExtra("dispatch: arguments of Big.Len: transport: frame too large: 102429 bytes, limit 65536 (frame too large: true, shut down: false), handler ran: false")},
+		},
+		"reply over the client's frame limit": {
+			Doc:  "the Server refuses the reply (CodeInternal), as it refuses any reply over its limit; the connection goes on",
+			Want: []func(Outcome) Outcome{withExtra("dispatch: reply of Big.Make is too large: transport: frame too large: 102430 bytes, limit 65536 (frame too large: false, shut down: false), reply of 0")},
+		},
+		"error reply over the client's frame limit": {
+			Doc:   "as \"error reply over the frame limit\", at the one limit: the Server answers CodeInternal without the message, and the connection goes on",
+			Check: wantErrorReplyTooLarge("dispatch: reply of Err.METHOD is too large: transport: frame too large: \\d+ bytes, limit 65536 \\(frame too large: false, shut down: false\\) \\(code internal\\)"),
+		},
+	},
+}
+
 // Memory is the memory transport's path: zerodial's wire over channels.
-var Memory = Profile{Name: "memory", Differences: []*Difference{OneProtocol}}
+var Memory = Profile{Name: "memory", Differences: []*Difference{OneProtocol, OneFrameLimit}}
 
 // TCP is zerodial's wire over tcp, the reference path.
 var TCP = Profile{Name: "tcp"}

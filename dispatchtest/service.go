@@ -257,6 +257,8 @@ func deref(v any) any {
 		return len(v.Data)
 	case *[]byte:
 		return len(*v)
+	case *int:
+		return *v
 	}
 	return v
 }
