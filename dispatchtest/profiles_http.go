@@ -77,6 +77,121 @@ var HTTPReadLimit = &Difference{
 			assert.Equal(t, "0", o.Reply)
 			assert.Empty(t, o.Interceptor, "the handler never runs")
 		}},
+		"request over the server's frame limit": {Doc: "refused by the Handler: resource_exhausted, the connection goes on, the handler never runs", Check: func(t *testing.T, o Outcome) {
+			assert.Regexp(t, `^httpzerodial: (the message's Content-Length, \d+ bytes,|a message of \d+ bytes \(its envelope says\)) is larger than the read limit of 65536 bytes \(frame too large: false, shut down: false\), handler ran: false$`, o.Extra)
+			assert.Empty(t, o.Interceptor, "the handler never runs")
+		}},
+	},
+}
+
+// HTTPClientReadLimit: connect-go's client bounds the messages it reads
+// (connect.WithReadMaxBytes): a larger one fails the call with
+// resource_exhausted, in its words, and the connection goes on.
+var HTTPClientReadLimit = &Difference{
+	Name: "connect-go bounds the reply",
+	Doc:  "connect-go's client bounds the messages it reads (connect.WithReadMaxBytes): a reply over its limit fails the call with resource_exhausted, in its words, and the connection goes on",
+	Effects: map[string]Effect{
+		"reply over the client's frame limit": {Doc: "resource_exhausted, connect-go's words", Check: func(t *testing.T, o Outcome) {
+			assert.Regexp(t, `^message size \d+ is larger than configured max 65536 \(frame too large: false, shut down: false\), reply of 0$`, o.Extra)
+		}},
+	},
+}
+
+// HTTPHeaderLimits: metadata are headers, bounded by HTTP's own limits —
+// the http.Server's MaxHeaderBytes (1 MiB by default, 431 beyond it) and
+// HTTP/2's advertised header list size for a request; net/http's client's
+// MaxResponseHeaderBytes (10 MiB) for a reply — not by the wire's 1,024
+// entries and frame limit.
+var HTTPHeaderLimits = &Difference{
+	Name: "HTTP's header limits",
+	Doc:  "metadata are headers, bounded by HTTP's limits (the http.Server's MaxHeaderBytes, 1 MiB by default, and HTTP/2's advertised header list size for a request; net/http's MaxResponseHeaderBytes, 10 MiB, for a reply), not by the wire's 1,024 entries and frame limit: 1,100 entries cross both ways, 5 MiB of request metadata is refused by HTTP before the handler, 5 MiB of reply metadata crosses",
+	Effects: map[string]Effect{
+		"request metadata of 1,100 entries": {Doc: "the call is made, the handler sees them", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
+			o.Interceptor = []string{"the handler ran"}
+			o.Extra = "ok, reply 6; ok, reply 1"
+			return o
+		}}},
+		"request metadata over the frame limit": {Doc: "refused by HTTP, the handler never runs: 431 over HTTP/1.1; over HTTP/2 the client's own refusal, or, when the headers left before the server's settings arrived, the server's GOAWAY or reset", Check: func(t *testing.T, o Outcome) {
+			assert.Empty(t, o.Interceptor, "the handler never runs")
+			assert.Equal(t, 2, strings.Count(o.Extra, " (frame too large: false, shut down: false), reply 0"), "both calls fail: %s", o.Extra)
+			assert.NotContains(t, o.Extra, "ok, reply")
+			if strings.Contains(o.Extra, "431") {
+				assert.Regexp(t, `^(HTTP status )?431 Request Header Fields Too Large \(frame too large: false, shut down: false\), reply 0; (HTTP status )?431 Request Header Fields Too Large \(frame too large: false, shut down: false\), reply 0$`, o.Extra)
+			}
+		}},
+		"reply metadata of 1,100 entries":     {Doc: "the reply and its 1,100 entries arrive", Want: []func(Outcome) Outcome{replyMetadataCrosses(1100)}},
+		"reply metadata over the frame limit": {Doc: "the reply and its 5 MiB entry arrive", Want: []func(Outcome) Outcome{replyMetadataCrosses(1)}},
+	},
+}
+
+// replyMetadataCrosses is what replyMetadataRefused records when reply
+// metadata of n entries crosses whole: the replies (1, 0), the handler's
+// error, each with the metadata of its call, for both methods and both
+// contexts.
+func replyMetadataCrosses(n int) func(Outcome) Outcome {
+	return func(o Outcome) Outcome {
+		one := []string{
+			fmt.Sprintf("ok (code <not *dispatch.Error>), reply 1, metadata %d", n),
+			"ok (code <not *dispatch.Error>), reply 0, metadata 1",
+			fmt.Sprintf("failed, with metadata (frame too large: false, shut down: false) (code ), reply 0, metadata %d", n),
+		}
+		var all []string
+		for range 4 {
+			all = append(all, one...)
+		}
+		o.Extra = strings.Join(all, "; ")
+		return o
+	}
+}
+
+// HTTPErrorUnbounded: the Handler sends a handler's error as it is, its
+// message however long — in a Connect error body, or gRPC's grpc-message
+// trailer — where zerodial's wire refuses an error reply over the frame
+// limit (internal, "reply ... is too large"); a gRPC client reads the
+// trailer whatever its read limit, a Connect client bounds the body.
+var HTTPErrorUnbounded = &Difference{
+	Name: "errors sent whole",
+	Doc:  "the Handler sends a handler's error message whole, however long, in a Connect error body or gRPC's grpc-message trailer, where the wire answers an error over the frame limit with internal; connect-go's client bounds a Connect error body by its read limit (resource_exhausted), not gRPC's trailers",
+	Effects: map[string]Effect{
+		"error reply over the frame limit": {Doc: "the 5 MiB message arrives whole", Check: wantErrorsWhole(5<<20, false)},
+		"error reply over the client's frame limit": {Doc: "over Connect, the client refuses the body (resource_exhausted); over gRPC and gRPC-Web, the message arrives whole",
+			Check: wantErrorsWhole(64<<10+100, true)},
+	},
+}
+
+// wantErrorsWhole asserts what errorReplyTooLarge records when each error
+// message of n bytes arrives whole, or, bounded, is refused by connect-go's
+// client over the Connect protocol.
+func wantErrorsWhole(n int, bounded bool) func(t *testing.T, o Outcome) {
+	return func(t *testing.T, o Outcome) {
+		parts := strings.Split(o.Extra, "; ")
+		if !assert.Len(t, parts, 5) {
+			return
+		}
+		whole := strings.Repeat("e", n) + " (frame too large: false, shut down: false) (code )"
+		for _, p := range parts[:4] {
+			if bounded && strings.HasPrefix(p, "message size") {
+				assert.Regexp(t, `^message size \d+ is larger than configured max 65536 \(frame too large: false, shut down: false\) \(code resource_exhausted\)$`, p)
+				continue
+			}
+			assert.True(t, p == whole, "an error message of %d bytes, whole: got %d bytes: %.80s…", n, len(p), p)
+		}
+		assert.Equal(t, "then: ok", parts[4])
+	}
+}
+
+// HTTPServerOutlives: the dispatch.Server's Close ends the calls in flight,
+// but not the http.Server that carries them: the Handler answers such a
+// call with the Server's words, where zerodial's wire loses its
+// connection.
+var HTTPServerOutlives = &Difference{
+	Name: "Close answers over HTTP",
+	Doc:  "the dispatch.Server's Close does not close the http.Server that carries its calls: a call in flight is answered with the Server's words (\"dispatch: server closed while the call was in flight\"), where the wire's connection is lost",
+	Effects: map[string]Effect{
+		"the server closed mid-call": {Doc: "answered: \"dispatch: server closed while the call was in flight\"", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
+			o.Extra = "dispatch: server closed while the call was in flight (frame too large: false, shut down: false)"
+			return o
+		}}},
 	},
 }
 
@@ -107,6 +222,18 @@ var JSONWords = &Difference{
 		}}},
 		"arguments of another type": {Doc: "invalid_argument, in the JSON object's words", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
 			o.Err = `dispatch: decoding arguments of Arith.Multiply: codec: no fields matched: the object's keys ["X" "S" "List"] name no field of type dispatchtest.Args`
+			return o
+		}}},
+		"a field of another type": {Doc: "invalid_argument, encoding/json's words, which name the field", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
+			o.Err = "dispatch: decoding arguments of Arith.Multiply: json: cannot unmarshal string into Go struct field Args.A of type int"
+			return o
+		}}},
+		"a misspelled field refused by a strict Server": {Doc: "invalid_argument, encoding/json's words (json.Decoder.DisallowUnknownFields)", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
+			o.Err = `dispatch: decoding arguments of Arith.Multiply: json: unknown field "Bb"`
+			return o
+		}}},
+		"a reply of another type": {Doc: "the caller decodes the reply with encoding/json, in its words", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
+			o.Err = "dispatch: decoding reply of Arith.Fill: json: cannot unmarshal object into Go value of type int64"
 			return o
 		}}},
 	},
@@ -182,21 +309,21 @@ var HTTPNoPreface = &Difference{
 // ConnectJSONHTTP1 is the Connect protocol in JSON over HTTP/1.1: a unary
 // call is a plain POST, as curl makes it.
 var ConnectJSONHTTP1 = Profile{Name: "connect-json-http1", Differences: []*Difference{
-	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPDeadlineReset, JSONBase64, JSONWords, HeaderMetadata, HTTPNoPreface}}
+	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, JSONBase64, JSONWords, HeaderMetadata, HTTPNoPreface}}
 
 // ConnectMsgpackH2C is the Connect protocol in msgpack over HTTP/2
 // without TLS.
 var ConnectMsgpackH2C = Profile{Name: "connect-msgpack-h2c", Differences: []*Difference{
-	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
+	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
 
 // GRPCMsgpackH2C is gRPC in msgpack over HTTP/2 without TLS.
 var GRPCMsgpackH2C = Profile{Name: "grpc-msgpack-h2c", Differences: []*Difference{
-	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
+	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
 
 // GRPCWebJSONHTTP1 is gRPC-Web in JSON over HTTP/1.1, as a browser speaks
 // it.
 var GRPCWebJSONHTTP1 = Profile{Name: "grpcweb-json-http1", Differences: []*Difference{
-	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPDeadlineReset, JSONBase64, JSONWords, HeaderMetadata, HTTPNoPreface}}
+	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, JSONBase64, JSONWords, HeaderMetadata, HTTPNoPreface}}
 
 func init() {
 	Profiles = append(Profiles, ConnectJSONHTTP1, ConnectMsgpackH2C, GRPCMsgpackH2C, GRPCWebJSONHTTP1)
