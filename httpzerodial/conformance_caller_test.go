@@ -120,7 +120,7 @@ func (c *connectCaller) Call(ctx context.Context, call dispatchtest.Call) error 
 	}
 	replyMetadata(call.ReplyMetadata, res.Header())
 	if err := c.decode(*res.Msg, call.Reply); err != nil {
-		return fmt.Errorf("decoding the reply of %s: %w", call.Method, err)
+		return fmt.Errorf("dispatch: decoding reply of %s: %w", call.Method, err)
 	}
 	return nil
 }
