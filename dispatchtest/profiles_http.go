@@ -61,6 +61,8 @@ var ConnectGoWords = &Difference{
 		"caller reuses args and reply after an early return",
 		"deadline already passed",
 		"cancellation reaches the handler",
+		"cancel mid-stream",
+		"deadline mid-stream",
 	}, Effect{Doc: "the same code, in connect-go's words", Want: []func(Outcome) Outcome{unnamed}}),
 }
 
@@ -121,6 +123,24 @@ var HTTPHeaderLimits = &Difference{
 		}},
 		"reply metadata of 1,100 entries":     {Doc: "the reply and its 1,100 entries arrive", Want: []func(Outcome) Outcome{replyMetadataCrosses(1100)}},
 		"reply metadata over the frame limit": {Doc: "the reply and its 5 MiB entry arrive", Want: []func(Outcome) Outcome{replyMetadataCrosses(1)}},
+	},
+}
+
+// HTTP2OpeningLimits: HTTPHeaderLimits, for the metadata that opens a
+// stream over HTTP/2.
+var HTTP2OpeningLimits = &Difference{
+	Name: "HTTP's header limits",
+	Doc:  "a stream's opening metadata are headers, bounded by HTTP's limits, not by the wire's 1,024 entries and frame limit: 1,100 entries open the stream, 5 MiB is refused by HTTP",
+	Effects: map[string]Effect{
+		"opening metadata of 1,100 entries": {Doc: "the streams open, the handler sees them", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
+			o.Extra = "CallStream: 0…2, ok; OpenStream: ok; CallStream: 0…2, ok; OpenStream: ok"
+			return o
+		}}},
+		"opening metadata over the frame limit": {Doc: "CallStream refused by HTTP before any message (431, or the HTTP/2 client's refusal, GOAWAY or reset); OpenStream, whose headers go without waiting, refused then or at the stream's first Recv", Check: func(t *testing.T, o Outcome) {
+			assert.Equal(t, 2, strings.Count(o.Extra, "CallStream: none, "), "CallStream refused, no message: %s", o.Extra)
+			assert.NotContains(t, o.Extra, ", ok; OpenStream")
+			assert.Equal(t, 2, strings.Count(o.Extra, "OpenStream: "), o.Extra)
+		}},
 	},
 }
 
@@ -279,6 +299,13 @@ var HTTPDeadlineReset = &Difference{
 	Name: "a reset says no why",
 	Doc:  "a client whose deadline passed goes away (an HTTP/2 reset, an HTTP/1.1 connection closed) without saying why: the handler's context may end canceled, when that arrives before the server's own deadline, which counts from the request's arrival, passes",
 	Effects: map[string]Effect{
+		"deadline mid-stream": {Doc: "the handler's context ends at the deadline, or canceled when the client's reset comes first", Want: []func(Outcome) Outcome{
+			func(o Outcome) Outcome { return o },
+			func(o Outcome) Outcome {
+				o.Handler = strings.ReplaceAll(o.Handler, "context deadline exceeded", "context canceled")
+				return o
+			},
+		}},
 		"deadline exceeded": {Doc: "the handler's context ends at the deadline, or canceled when the client's reset comes first", Want: []func(Outcome) Outcome{
 			func(o Outcome) Outcome { return o },
 			func(o Outcome) Outcome {
@@ -306,24 +333,153 @@ var HTTPNoPreface = &Difference{
 	},
 }
 
+// HTTPFlowControl: a stream's flow control is HTTP/2's (its windows) and
+// the socket's buffers, not dispatch's window (DefaultStreamWindow): a
+// handler whose caller does not read stalls, later than on the other paths.
+var HTTPFlowControl = &Difference{
+	Name: "HTTP/2's flow control",
+	Doc:  "a stream's flow control is HTTP/2's windows and the socket's buffers, not dispatch's window: a handler whose caller does not read stalls all the same, after more messages than DefaultStreamWindow holds",
+	Effects: map[string]Effect{
+		"slow consumer": {Doc: "the handler stalls, after more than dispatch's window", Check: func(t *testing.T, o Outcome) {
+			assert.Equal(t, "context canceled", o.Handler, "the handler stalled in Send until the caller closed")
+			assert.Contains(t, []string{"true", "false"}, o.Extra)
+		}},
+	},
+}
+
+// connectShapeWords: the Connect protocol says a request's shape, and the
+// Handler refuses the other one with the shape rule's code, in words that
+// say how to make the call over HTTP (with the codec's Content-Type);
+// streams says whether the path opens streams both ways (HTTP/2).
+func connectShapeWords(codec string, streams bool) *Difference {
+	d := &Difference{
+		Name: "shape refused in HTTP's words",
+		Doc:  "a call of the other shape than its method's is refused with the shape rule's code, invalid_argument, in words that say how to make it over HTTP: dispatch's speak of its Go API (OpenStream, Call), which a caller over HTTP does not have",
+		Effects: map[string]Effect{
+			"a stream opened on a unary method": {Doc: "invalid_argument, in HTTP's words", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
+				o.Err = "httpzerodial: S.Unary is not a streaming method; POST its arguments as they are, Content-Type application/" + codec
+				return o
+			}}},
+			"a unary call of a streaming method": {Doc: "invalid_argument, in HTTP's words", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
+				o.Err = "httpzerodial: S.Count is a streaming method; POST its message as a Connect stream, Content-Type application/connect+" + codec +
+					", the message after a 5-byte prefix: a zero byte, then its length in 4 bytes, big-endian (as `zerodial stream` does)"
+				return o
+			}}},
+		},
+	}
+	if !streams {
+		// Over HTTP/1.1 no stream is opened both ways: HTTP1HalfDuplex.
+		delete(d.Effects, "a stream opened on a unary method")
+	}
+	return d
+}
+
+// GRPCShapeUnsaid: a gRPC or gRPC-Web request does not say its shape
+// (every gRPC call is a stream on the wire): a unary call of a streaming
+// method whose handler sends one message is answered with it.
+var GRPCShapeUnsaid = &Difference{
+	Name: "gRPC says no shape",
+	Doc:  "a gRPC request does not say its shape: a unary call of a streaming method whose handler sends one message gets it as the reply (connect-go refuses none, or more than one)",
+	Effects: map[string]Effect{
+		"a unary call of a streaming method": {Doc: "the call is the stream: its one message is the reply", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
+			o.Err, o.Code = "", ""
+			return o
+		}}},
+	},
+}
+
+// GRPCStreamOfUnary: a gRPC stream of a unary method is its call: it is
+// answered once its one message and its end have come.
+var GRPCStreamOfUnary = &Difference{
+	Name: "a gRPC stream is a call",
+	Doc:  "a gRPC request does not say its shape: a stream of a unary method is answered, as the call, once its one message and its end have come",
+	Effects: map[string]Effect{
+		"a stream opened on a unary method": {
+			Doc: "the stream is the call: its one message, its end, then the reply",
+			Run: func(t *testing.T, c Caller) Outcome {
+				s, err := c.OpenStream(context.Background(), stream[Num, Num]("S.Unary"))
+				if err != nil {
+					return streamOutcome("", err)
+				}
+				defer s.Close()
+				_ = s.Send(&Num{1})
+				_ = s.CloseSend()
+				got, err := recvAll[Num](s)
+				return streamOutcome(fmt.Sprint(got), err)
+			},
+			Check: want(Outcome{Reply: "[{1}]"}),
+		},
+	},
+}
+
+// http1Refusal matches connect-go's client's refusal of a bidirectional
+// stream over HTTP/1.1.
+var http1Refusal = `response from http://\S+ is HTTP/1\.1: bidi streams require at least HTTP/2`
+
+// HTTP1HalfDuplex: HTTP/1.1 carries one direction at a time: the Handler
+// serves a stream over it as a server stream (one message from the caller,
+// any number back), which CallStream is; connect-go's client refuses a
+// bidirectional stream (OpenStream) over it, unimplemented. Each case that
+// opens one shows that refusal.
+var HTTP1HalfDuplex = &Difference{
+	Name: "HTTP/1.1: server streams",
+	Doc:  "HTTP/1.1 carries one direction at a time: CallStream (one message, any number back) is served, and connect-go's client refuses a stream opened both ways (OpenStream) over it, unimplemented",
+	Effects: func() map[string]Effect {
+		refused := Effect{
+			Doc: "OpenStream is refused by connect-go's client: unimplemented",
+			Run: func(t *testing.T, c Caller) Outcome {
+				s, err := c.OpenStream(context.Background(), stream[Num, Num]("S.Echo"))
+				if s != nil {
+					s.Close()
+				}
+				return streamOutcome("", err)
+			},
+			Check: func(t *testing.T, o Outcome) {
+				assert.Equal(t, dispatch.CodeUnimplemented, o.Code)
+				assert.Regexp(t, "^"+http1Refusal+"$", o.Err)
+			},
+		}
+		m := effects([]string{
+			"client to server, 1000", "echo, 1000", "echo in lock-step", "empty both ways", "Close mid-stream",
+			"the handler's Send when the caller goes", "handler returns while the caller sends", "slow consumer",
+			"metadata both ways", "messages near the frame limit", "a stream opened on a unary method",
+		}, refused)
+		opening := func(md dispatch.Metadata, callStream, openStream string) Effect {
+			return Effect{
+				Doc: "CallStream as HTTP's header limits say, OpenStream refused by connect-go's client",
+				Run: func(t *testing.T, c Caller) Outcome { return streamMetadataRefused(md)(t, &env{caller: c}) },
+				Check: func(t *testing.T, o Outcome) {
+					assert.Regexp(t, "^"+callStream+"; OpenStream: "+openStream+` \(frame too large: false, shut down: false\); `+
+						callStream+"; OpenStream: "+openStream+` \(frame too large: false, shut down: false\)$`, o.Extra)
+				},
+			}
+		}
+		tooLarge := `(HTTP status )?431 Request Header Fields Too Large`
+		m["opening metadata of 1,100 entries"] = opening(manyEntries(1100), "CallStream: 0…2, ok", http1Refusal)
+		m["opening metadata over the frame limit"] = opening(bigMetadata(),
+			`CallStream: none, `+tooLarge+` \(frame too large: false, shut down: false\)`, "("+http1Refusal+"|"+tooLarge+")")
+		return m
+	}(),
+}
+
 // ConnectJSONHTTP1 is the Connect protocol in JSON over HTTP/1.1: a unary
 // call is a plain POST, as curl makes it.
 var ConnectJSONHTTP1 = Profile{Name: "connect-json-http1", Differences: []*Difference{
-	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, JSONBase64, JSONWords, HeaderMetadata, HTTPNoPreface}}
+	connectShapeWords("json", false), HTTP1HalfDuplex, HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, JSONBase64, JSONWords, HeaderMetadata, HTTPNoPreface}}
 
 // ConnectMsgpackH2C is the Connect protocol in msgpack over HTTP/2
 // without TLS.
 var ConnectMsgpackH2C = Profile{Name: "connect-msgpack-h2c", Differences: []*Difference{
-	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
+	connectShapeWords("msgpack", true), HTTPFlowControl, HTTP2OpeningLimits, HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
 
 // GRPCMsgpackH2C is gRPC in msgpack over HTTP/2 without TLS.
 var GRPCMsgpackH2C = Profile{Name: "grpc-msgpack-h2c", Differences: []*Difference{
-	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
+	GRPCShapeUnsaid, GRPCStreamOfUnary, HTTPFlowControl, HTTP2OpeningLimits, HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
 
 // GRPCWebJSONHTTP1 is gRPC-Web in JSON over HTTP/1.1, as a browser speaks
 // it.
 var GRPCWebJSONHTTP1 = Profile{Name: "grpcweb-json-http1", Differences: []*Difference{
-	HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, JSONBase64, JSONWords, HeaderMetadata, HTTPNoPreface}}
+	GRPCShapeUnsaid, HTTP1HalfDuplex, HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, JSONBase64, JSONWords, HeaderMetadata, HTTPNoPreface}}
 
 func init() {
 	Profiles = append(Profiles, ConnectJSONHTTP1, ConnectMsgpackH2C, GRPCMsgpackH2C, GRPCWebJSONHTTP1)
