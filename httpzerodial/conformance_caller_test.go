@@ -75,9 +75,14 @@ func urlPath(method string) string {
 	return "/" + strings.Replace(method, ".", "/", 1)
 }
 
+// encode encodes v in the path's codec into bytes of its own: connect-go
+// takes what its codec's Marshal returns into its buffer pool once sent,
+// and msgpack's Marshal hands a []byte back as it is (AppendMarshal to nil
+// copies it), which would lend the caller's memory to connect-go's next
+// buffers.
 func (c *connectCaller) encode(v any) ([]byte, error) {
 	if c.p.codec == "msgpack" {
-		return codec.Msgpack.Marshal(v)
+		return codec.Msgpack.(codec.Appender).AppendMarshal(nil, v)
 	}
 	return json.Marshal(v)
 }
@@ -128,6 +133,25 @@ func (c *connectCaller) Call(ctx context.Context, call dispatchtest.Call) error 
 func (c *connectCaller) OpenStream(ctx context.Context, s dispatchtest.StreamCall) (dispatchtest.ClientStream, error) {
 	st := c.client(s.Method).CallBidiStream(ctx)
 	setHeaders(st.RequestHeader(), s.Metadata)
+	if !c.p.h2 {
+		// connect-go's client carries a bidirectional stream over HTTP/2
+		// alone: over HTTP/1.1 it refuses the response. The request sent
+		// whole (no message), its refusal is OpenStream's.
+		_ = st.CloseRequest()
+		_, err := st.Receive()
+		_ = st.CloseResponse()
+		if err == nil {
+			err = errors.New("connect-go carried a bidirectional stream over HTTP/1.1")
+		}
+		return nil, dispatchErr(err)
+	}
+	// The request's headers go at once, as dispatch's OpenStream opens
+	// the stream: connect-go's sends them with the first message
+	// otherwise, and a caller that receives first would wait for ever.
+	if err := st.Send(nil); err != nil {
+		_ = st.CloseResponse()
+		return nil, dispatchErr(err)
+	}
 	return &connectStream{c: c, st: st, md: s.ReplyMetadata}, nil
 }
 
