@@ -2,6 +2,10 @@ package dispatch_test
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/rpc"
+	"net/rpc/jsonrpc"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -124,9 +128,46 @@ var conformanceBindings = []dispatchtest.Binding{
 	shortcutBinding(dispatchtest.ShortcutDirect, dispatch.ShortcutDirect),
 }
 
-// TestConformance runs the suite on the five paths.
+// netrpcBinding is a Server reached through ServeCodec with the server
+// codec k makes, by a Client over k's client codec (DialCodec), each
+// reading at most the limit a case asks for.
+func netrpcBinding(p dispatchtest.Profile, k *netrpcCodec) dispatchtest.Binding {
+	return dispatchtest.Binding{
+		Profile: p,
+		Serve: func(t *testing.T, srv *dispatch.Server, l dispatchtest.Limits) dispatchtest.Caller {
+			_, c := netrpcServe(t, k, srv, l.Server, l.Client)
+			return dispatchtest.ClientCaller(c)
+		},
+		// A listener of zerodial's wire, dialled and called over net/rpc.
+		OtherProtocol: func(t *testing.T, srv *dispatch.Server) error {
+			tr := tcp.New()
+			l, err := tr.Listen("127.0.0.1:0")
+			require.NoError(t, err)
+			require.NoError(t, srv.Start(l))
+			t.Cleanup(func() { l.Close() })
+			c, err := dispatch.DialCodec(context.Background(), nil, "tcp", l.Addr().String(), func(conn io.ReadWriteCloser) rpc.ClientCodec { return k.client(conn, 0) })
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+			defer cancel()
+			return c.Call(ctx, "Arith.Multiply", Args{2, 3}, new(int))
+		},
+	}
+}
+
+// jsonrpcCodec is net/rpc/jsonrpc's codecs, which bound nothing: the limits
+// a case asks for are not theirs to keep (dispatchtest.JSONCodec).
+var jsonrpcCodec = &netrpcCodec{
+	server: func(conn net.Conn, _ int) rpc.ServerCodec { return jsonrpc.NewServerCodec(conn) },
+	client: func(conn io.ReadWriteCloser, _ int) rpc.ClientCodec { return jsonrpc.NewClientCodec(conn) },
+}
+
+// TestConformance runs the suite on the five paths of zerodial's Client
+// and on the net/rpc codecs'.
 func TestConformance(t *testing.T) {
-	for _, b := range conformanceBindings {
+	for _, b := range append(conformanceBindings, netrpcBinding(dispatchtest.NetRPCGob, gobCodec), netrpcBinding(dispatchtest.NetRPCJSON, jsonrpcCodec)) {
 		t.Run(b.Name(), func(t *testing.T) { dispatchtest.Run(t, b) })
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/zerodial/transport/transporttest"
 )
 
-// Parity cases beyond parity_test.go. Each test states a rule of the package
+// Parity cases beyond the conformance suite (dispatchtest). Each test states a rule of the package
 // doc or of the README's "The same on every path", how the code broke it, and
 // runs it on the paths it concerns, demanding the same outcome on each.
 

@@ -50,67 +50,6 @@ func registerDetails(t testing.TB, srv *dispatch.Server) {
 	}, dispatch.Borrows()))
 }
 
-// callDetails calls Detail.Fail with args and records the details the
-// caller receives, each decoded, and what ErrorDetailAs finds.
-func callDetails(args DetailArgs) func(t *testing.T, e *env) outcome {
-	return func(t *testing.T, e *env) outcome {
-		err := e.client.Call(context.Background(), "Detail.Fail", args, new(int))
-		o := observe(e, nil, err)
-		o.Extra = describeDetails(err)
-		assert.Empty(t, errTryLater.Details(), "WithDetail leaves the sentinel as it is")
-		return o
-	}
-}
-
-func describeDetails(err error) string {
-	var de *dispatch.Error
-	if !errors.As(err, &de) {
-		return "not an *Error"
-	}
-	var parts []string
-	for _, d := range de.Details() {
-		var r RetryInfo
-		derr := d.Decode(&r)
-		parts = append(parts, fmt.Sprintf("%s %d %d %v", d.Type, r.After, len(r.Reasons), derr))
-	}
-	r, ok := dispatch.ErrorDetailAs[RetryInfo](err)
-	return fmt.Sprintf("details [%s]; As: %d %v", strings.Join(parts, ", "), r.After, ok)
-}
-
-// detailsLost is a detailed error as net/rpc carries it: its text, with
-// CodeUnknown and no details.
-func detailsLost(o outcome) outcome {
-	o.Code = dispatch.CodeUnknown
-	o.Extra = "details []; As: 0 false"
-	return o
-}
-
-var netrpcDetailsLost = differsOnNetRPC("net/rpc carries an error as text: its Code and details are lost", detailsLost)
-
-// The parity rows of error details (parityCases).
-var detailCases = []parityCase{
-	{"an error detail crosses", callDetails(DetailArgs{N: 1, Size: 3}), func(t *testing.T, o outcome) {
-		wantErr(dispatch.CodeUnavailable, "detail: try later")(t, o)
-		assert.Equal(t, "details [dispatch_test.RetryInfo 0 1 <nil>]; As: 0 true", o.Extra)
-	}, netrpcDetailsLost},
-	{"several error details cross, in order", callDetails(DetailArgs{N: 3, Size: 3}), func(t *testing.T, o outcome) {
-		wantErr(dispatch.CodeUnavailable, "detail: try later")(t, o)
-		assert.Equal(t, "details [dispatch_test.RetryInfo 0 1 <nil>, dispatch_test.RetryInfo 1 1 <nil>, dispatch_test.RetryInfo 2 1 <nil>]; As: 0 true", o.Extra)
-	}, netrpcDetailsLost},
-	{"error details over the bound", callDetails(DetailArgs{N: 2, Size: 40000}), func(t *testing.T, o outcome) {
-		// Each detail: 1 + 23 bytes of type, 3 + 40,020 of value (a map
-		// of After and a one-string Reasons).
-		wantErr(dispatch.CodeInternal, "dispatch: error details are too large: 80094 bytes, limit 65536 (the error was: detail: try later)")(t, o)
-		assert.Equal(t, "details []; As: 0 false", o.Extra)
-	}, netrpcCodeLost},
-	{"an error detail that cannot be encoded", callDetails(DetailArgs{N: 1, Bad: true}), func(t *testing.T, o outcome) {
-		wantErr(dispatch.CodeInternal, "dispatch: encoding error detail chan int: codec: cannot marshal chan int: msgpack: Encode(unsupported chan int) (the error was: detail: try later)")(t, o)
-		assert.Equal(t, "details []; As: 0 false", o.Extra)
-	}, netrpcCodeLost},
-}
-
-func init() { parityCases = append(parityCases, detailCases...) }
-
 // A caller's details are its own on every path, the shortcut's two modes
 // included: neither the *Error nor a detail's bytes are the handler's, so
 // that a handler changing what it made after returning (a buffer it
@@ -171,33 +110,6 @@ func detailedError(n int) error {
 	}
 	return e
 }
-
-// The stream rows of error details (streamCases): a stream's end carries
-// them as a response does, and the same bound.
-var detailStreamCases = []streamCase{
-	{"handler error with details", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
-		got, err := collect(dispatch.CallStream[Num, Num](context.Background(), c, "S.FailDetail", &Num{2}))
-		o := streamOutcome{Got: fmt.Sprint(got), Extra: describeDetails(err)}
-		observeErr(&o, err)
-		return o
-	}, func(t *testing.T, o streamOutcome) {
-		assert.Equal(t, streamOutcome{Got: "[{2}]", Err: "detail: try later", Code: dispatch.CodeUnavailable,
-			Extra: "details [dispatch_test.RetryInfo 0 1 <nil>, dispatch_test.RetryInfo 1 1 <nil>]; As: 0 true"}, o)
-	}},
-	{"handler error with details over the bound", func(t *testing.T, c *dispatch.Client, pr *streamProbe) streamOutcome {
-		got, err := collect(dispatch.CallStream[Num, Num](context.Background(), c, "S.FailDetail", &Num{14}))
-		o := streamOutcome{Got: fmt.Sprint(got), Extra: describeDetails(err)}
-		observeErr(&o, err)
-		return o
-	}, func(t *testing.T, o streamOutcome) {
-		assert.Equal(t, "[{14}]", o.Got)
-		assert.Equal(t, dispatch.CodeInternal, o.Code)
-		assert.Regexp(t, `^dispatch: error details are too large: \d+ bytes, limit 65536 \(the error was: detail: try later\)$`, o.Err)
-		assert.Equal(t, "details []; As: 0 false", o.Extra)
-	}},
-}
-
-func init() { streamCases = append(streamCases, detailStreamCases...) }
 
 // A Client takes the Error-Details a server sends as they are when they are
 // well formed and within the bound; otherwise the call's error is a

@@ -63,9 +63,6 @@ type env struct {
 	// DialCodec), nil on paths: it has no transport, no metadata, no
 	// deadline reaching the handler, no streams.
 	netrpc *netrpcCodec
-	// again sets up the same path anew, with other options (TestParity
-	// sets it, for a case that needs a Server of its own).
-	again func(t testing.TB, o ...setupOption) *env
 }
 
 type path struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -200,13 +199,6 @@ func (k *Keeper) Len(args Blob, reply *int) error {
 	return nil
 }
 
-// snapshot returns what the keeper holds, as text.
-func (k *Keeper) snapshot() string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return fmt.Sprintf("kept=%v own=%v", k.kept, k.own)
-}
-
 // recorder is an interceptor that logs what it sees.
 type recorder struct {
 	mu  sync.Mutex
@@ -248,19 +240,4 @@ func (r *recorder) take() []string {
 	l := r.log
 	r.log = nil
 	return l
-}
-
-// waitFor adds to got what is logged until an entry starting with prefix is
-// in it, or for waitLong (two seconds, as it was, a loaded machine could
-// take to end an interceptor, and the outcomes compared differed).
-func (r *recorder) waitFor(got []string, prefix string) []string {
-	for deadline := time.Now().Add(waitLong); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		got = append(got, r.take()...)
-		for _, s := range got {
-			if strings.HasPrefix(s, prefix) {
-				return got
-			}
-		}
-	}
-	return got
 }

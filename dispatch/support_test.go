@@ -264,3 +264,5 @@ func freeAddr(t *testing.T) string {
 	require.NoError(t, l.Close())
 	return addr
 }
+
+func intPtr(v int) *int { return &v }

@@ -142,40 +142,38 @@ func wantPassedOn(msg string) func(t *testing.T, o Outcome) {
 	}
 }
 
-func init() {
-	cases = append(cases, []testCase{
-		{name: "an error detail crosses", run: callDetails(DetailArgs{N: 1, Size: 3}), check: func(t *testing.T, o Outcome) {
-			wantErr(dispatch.CodeUnavailable, "detail: try later")(t, o)
-			assert.Equal(t, "details [dispatchtest.RetryInfo 0 1 <nil>]; As: 0 true", o.Extra)
-		}},
-		{name: "several error details cross, in order", run: callDetails(DetailArgs{N: 3, Size: 3}), check: func(t *testing.T, o Outcome) {
-			wantErr(dispatch.CodeUnavailable, "detail: try later")(t, o)
-			assert.Equal(t, "details [dispatchtest.RetryInfo 0 1 <nil>, dispatchtest.RetryInfo 1 1 <nil>, dispatchtest.RetryInfo 2 1 <nil>]; As: 0 true", o.Extra)
-		}},
-		{name: "error details over the bound", run: callDetails(DetailArgs{N: 2, Size: 40000}), check: func(t *testing.T, o Outcome) {
-			// Each detail: 1 + 22 bytes of type, 3 + 40,020 of value (a
-			// map of After and a one-string Reasons).
-			wantErr(dispatch.CodeInternal, "dispatch: error details are too large: 80092 bytes, limit 65536 (the error was: detail: try later)")(t, o)
-			assert.Equal(t, "details []; As: 0 false", o.Extra)
-		}},
-		{name: "an error detail that cannot be encoded", run: callDetails(DetailArgs{N: 1, Bad: true}), check: func(t *testing.T, o Outcome) {
-			wantErr(dispatch.CodeInternal, "dispatch: encoding error detail chan int: codec: cannot marshal chan int: msgpack: Encode(unsupported chan int) (the error was: detail: try later)")(t, o)
-			assert.Equal(t, "details []; As: 0 false", o.Extra)
-		}},
-		// A failure of a handler's own call, which the handler returns,
-		// reaches its caller as an *Error with CodeInternal that names the
-		// method that failed, one hop away — never as the caller's own
-		// connection's failure (ErrShutdown).
-		{name: "a handler's own call fails: its connection", run: hop("Orders.Conn", func(t *testing.T, d *hopDown) {
-			recv(t, d.held.started, "the downstream handler")
-			require.NoError(t, d.srv.Close())
-		}, nil), check: wantPassedOn("Hold.Wait over memory: connection is shut down: the server closed the connection")},
-		{name: "a handler's own call fails: its Client closed", run: hop("Orders.Closed", nil, func(d *hopDown) {
-			d.client.Close()
-		}), check: wantPassedOn("Hold.Wait over memory: connection is shut down")},
-		{name: "a handler's own call fails, wrapped in its words", run: hop("Orders.Wrapped", nil, func(d *hopDown) {
-			d.client.Close()
-			d.wrap = true
-		}), check: wantPassedOn("placing the order: Hold.Wait over memory: connection is shut down")},
-	}...)
+var errorCases = []testCase{
+	{name: "an error detail crosses", run: callDetails(DetailArgs{N: 1, Size: 3}), check: func(t *testing.T, o Outcome) {
+		wantErr(dispatch.CodeUnavailable, "detail: try later")(t, o)
+		assert.Equal(t, "details [dispatchtest.RetryInfo 0 1 <nil>]; As: 0 true", o.Extra)
+	}},
+	{name: "several error details cross, in order", run: callDetails(DetailArgs{N: 3, Size: 3}), check: func(t *testing.T, o Outcome) {
+		wantErr(dispatch.CodeUnavailable, "detail: try later")(t, o)
+		assert.Equal(t, "details [dispatchtest.RetryInfo 0 1 <nil>, dispatchtest.RetryInfo 1 1 <nil>, dispatchtest.RetryInfo 2 1 <nil>]; As: 0 true", o.Extra)
+	}},
+	{name: "error details over the bound", run: callDetails(DetailArgs{N: 2, Size: 40000}), check: func(t *testing.T, o Outcome) {
+		// Each detail: 1 + 22 bytes of type, 3 + 40,020 of value (a
+		// map of After and a one-string Reasons).
+		wantErr(dispatch.CodeInternal, "dispatch: error details are too large: 80092 bytes, limit 65536 (the error was: detail: try later)")(t, o)
+		assert.Equal(t, "details []; As: 0 false", o.Extra)
+	}},
+	{name: "an error detail that cannot be encoded", run: callDetails(DetailArgs{N: 1, Bad: true}), check: func(t *testing.T, o Outcome) {
+		wantErr(dispatch.CodeInternal, "dispatch: encoding error detail chan int: codec: cannot marshal chan int: msgpack: Encode(unsupported chan int) (the error was: detail: try later)")(t, o)
+		assert.Equal(t, "details []; As: 0 false", o.Extra)
+	}},
+	// A failure of a handler's own call, which the handler returns,
+	// reaches its caller as an *Error with CodeInternal that names the
+	// method that failed, one hop away — never as the caller's own
+	// connection's failure (ErrShutdown).
+	{name: "a handler's own call fails: its connection", run: hop("Orders.Conn", func(t *testing.T, d *hopDown) {
+		recv(t, d.held.started, "the downstream handler")
+		require.NoError(t, d.srv.Close())
+	}, nil), check: wantPassedOn("Hold.Wait over memory: connection is shut down: the server closed the connection")},
+	{name: "a handler's own call fails: its Client closed", run: hop("Orders.Closed", nil, func(d *hopDown) {
+		d.client.Close()
+	}), check: wantPassedOn("Hold.Wait over memory: connection is shut down")},
+	{name: "a handler's own call fails, wrapped in its words", run: hop("Orders.Wrapped", nil, func(d *hopDown) {
+		d.client.Close()
+		d.wrap = true
+	}), check: wantPassedOn("placing the order: Hold.Wait over memory: connection is shut down")},
 }

@@ -232,99 +232,97 @@ func wantErrorReplyTooLarge(pattern string) func(t *testing.T, o Outcome) {
 	}
 }
 
-func init() {
-	cases = append(cases, []testCase{
-		{name: "request metadata of 1,100 entries", run: requestMetadataRefused(manyEntries(1100)), check: wantRequestRefused("1102 header entries, limit 1024")},
-		{name: "request metadata over the frame limit", run: requestMetadataRefused(bigMetadata()), check: wantRequestRefused(`\d+ bytes, limit 4194304`)},
-		{name: "the server closed mid-call", run: func(t *testing.T, e *env) Outcome {
-			// A Server closed while its handler runs fails the call as the
-			// connection's end does.
-			h := newHolder(t, e.srv)
-			errc := callAsync(e, context.Background(), "Hold.Wait", intPtr(1), new(int))
-			recv(t, h.started, "the handler to start")
-			require.NoError(t, e.srv.Close())
-			err := recv(t, errc, "the call")
-			o := observe(e, nil, nil)
-			// The handler's context ends with the Server: it returns,
-			// before or after the caller's failure.
-			o.Interceptor = e.svc.rec.waitFor(o.Interceptor, "<outer")
-			o.Extra = failure(err)
-			return o
-		}, check: func(t *testing.T, o Outcome) {
-			assert.Equal(t, "Hold.Wait over <path>: "+theServerClosed, o.Extra)
-		}},
-		{name: "request over the server's frame limit", run: func(t *testing.T, e *env) Outcome {
-			// A request within the Client's frame limit and over the
-			// Server's makes the Server drop the connection.
-			pair := e.again(Limits{Server: 64 << 10})
-			var ran atomic.Bool
-			require.NoError(t, dispatch.Handle(pair.srv, "Big.Len", func(ctx context.Context, b *[]byte, n *int) error {
-				ran.Store(true)
-				*n = len(*b)
-				return nil
-			}))
-			n := 0
-			err := pair.call(context.Background(), "Big.Len", new(make([]byte, 100<<10)), &n)
-			o := observe(pair, nil, nil)
-			o.Extra = fmt.Sprint(failure(err), ", handler ran: ", ran.Load())
-			return o
-		}, check: func(t *testing.T, o Outcome) {
-			assert.Equal(t, "Big.Len over <path>: "+theServerClosed+", handler ran: false", o.Extra)
-		}},
-		{name: "reply over the client's frame limit", run: func(t *testing.T, e *env) Outcome {
-			// A reply within the Server's frame limit and over the
-			// Client's makes the Client drop the connection.
-			pair := e.again(Limits{Client: 64 << 10})
-			require.NoError(t, dispatch.Handle(pair.srv, "Big.Make", func(ctx context.Context, n *int, reply *[]byte) error {
-				*reply = make([]byte, *n)
-				return nil
-			}))
-			var b []byte
-			err := pair.call(context.Background(), "Big.Make", intPtr(100<<10), &b)
-			o := observe(pair, nil, nil)
-			o.Extra = fmt.Sprint(failure(err), ", reply of ", len(b))
-			return o
-		}, check: func(t *testing.T, o Outcome) {
-			assert.Equal(t, "Big.Make over <path>: connection is shut down: transport: frame too large: peer announced 102430 bytes, limit 65536 (frame too large: true, shut down: true), reply of 0", o.Extra)
-		}},
-		{name: "reply metadata of 1,100 entries", run: replyMetadataRefused(manyEntries(1100)), check: wantReplyRefused(`110[23] header entries, limit 1024`)},
-		{name: "reply metadata over the frame limit", run: replyMetadataRefused(bigMetadata()), check: wantReplyRefused(`\d+ bytes, limit 4194304`)},
-		{name: "a handler's changes to its metadata are its own", run: func(t *testing.T, e *env) Outcome {
-			// A handler that changes the map MetadataFrom gave it changes
-			// nothing a Server interceptor around it sees, nor the
-			// caller's metadata. A channel, not a slice: over a socket
-			// the reply is no synchronisation the race detector sees.
-			seen := make(chan string, 2)
-			ic := func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
-				seen <- fmt.Sprint("interceptor before: ", dispatch.MetadataFrom(ctx))
-				err := next(ctx, args, reply)
-				seen <- fmt.Sprint("interceptor after: ", dispatch.MetadataFrom(ctx))
-				return err
-			}
-			pair := e.again(Limits{}, dispatch.WithInterceptors(ic))
-			require.NoError(t, dispatch.Handle(pair.srv, "Meta.Change", func(ctx context.Context, _ *struct{}, reply *string) error {
-				md := dispatch.MetadataFrom(ctx)
-				md["k"] = "handler's"
-				md["new"] = "handler's"
-				*reply = fmt.Sprint(md)
-				return nil
-			}, dispatch.Borrows()))
-			sent := dispatch.Metadata{"k": "caller's"}
-			var reply string
-			err := pair.caller.Call(context.Background(), Call{Method: "Meta.Change", Reply: &reply, Metadata: sent})
-			pair.svc.rec.take() // the suite's own interceptors: not this case's
-			o := observe(pair, &reply, err)
-			o.Extra = strings.Join([]string{recv(t, seen, "the interceptor"), recv(t, seen, "the interceptor"),
-				fmt.Sprint("caller's: ", sent)}, "; ")
-			return o
-		}, check: func(t *testing.T, o Outcome) {
-			assert.Empty(t, o.Err)
-			assert.Equal(t, "map[k:handler's new:handler's]", o.Reply)
-			assert.Equal(t, "interceptor before: map[k:caller's]; interceptor after: map[k:caller's]; caller's: map[k:caller's]", o.Extra)
-		}},
-		{name: "error reply over the frame limit", run: errorReplyTooLarge(0), check: wantErrorReplyTooLarge(
-			"dispatch: reply of Err.METHOD is too large: transport: frame too large: \\d+ bytes, limit 4194304 \\(frame too large: false, shut down: false\\) \\(code internal\\)")},
-		{name: "error reply over the client's frame limit", run: errorReplyTooLarge(64 << 10), check: wantErrorReplyTooLarge(
-			"Err.METHOD over <path>: connection is shut down: transport: frame too large: peer announced \\d+ bytes, limit 65536 \\(frame too large: true, shut down: true\\) \\(code <not \\*dispatch.Error>\\)")},
-	}...)
+var limitCases = []testCase{
+	{name: "request metadata of 1,100 entries", run: requestMetadataRefused(manyEntries(1100)), check: wantRequestRefused("1102 header entries, limit 1024")},
+	{name: "request metadata over the frame limit", run: requestMetadataRefused(bigMetadata()), check: wantRequestRefused(`\d+ bytes, limit 4194304`)},
+	{name: "the server closed mid-call", run: func(t *testing.T, e *env) Outcome {
+		// A Server closed while its handler runs fails the call as the
+		// connection's end does.
+		h := newHolder(t, e.srv)
+		errc := callAsync(e, context.Background(), "Hold.Wait", intPtr(1), new(int))
+		recv(t, h.started, "the handler to start")
+		require.NoError(t, e.srv.Close())
+		err := recv(t, errc, "the call")
+		o := observe(e, nil, nil)
+		// The handler's context ends with the Server: it returns,
+		// before or after the caller's failure.
+		o.Interceptor = e.svc.rec.waitFor(o.Interceptor, "<outer")
+		o.Extra = failure(err)
+		return o
+	}, check: func(t *testing.T, o Outcome) {
+		assert.Equal(t, "Hold.Wait over <path>: "+theServerClosed, o.Extra)
+	}},
+	{name: "request over the server's frame limit", run: func(t *testing.T, e *env) Outcome {
+		// A request within the Client's frame limit and over the
+		// Server's makes the Server drop the connection.
+		pair := e.again(Limits{Server: 64 << 10})
+		var ran atomic.Bool
+		require.NoError(t, dispatch.Handle(pair.srv, "Big.Len", func(ctx context.Context, b *[]byte, n *int) error {
+			ran.Store(true)
+			*n = len(*b)
+			return nil
+		}))
+		n := 0
+		err := pair.call(context.Background(), "Big.Len", new(make([]byte, 100<<10)), &n)
+		o := observe(pair, nil, nil)
+		o.Extra = fmt.Sprint(failure(err), ", handler ran: ", ran.Load())
+		return o
+	}, check: func(t *testing.T, o Outcome) {
+		assert.Equal(t, "Big.Len over <path>: "+theServerClosed+", handler ran: false", o.Extra)
+	}},
+	{name: "reply over the client's frame limit", run: func(t *testing.T, e *env) Outcome {
+		// A reply within the Server's frame limit and over the
+		// Client's makes the Client drop the connection.
+		pair := e.again(Limits{Client: 64 << 10})
+		require.NoError(t, dispatch.Handle(pair.srv, "Big.Make", func(ctx context.Context, n *int, reply *[]byte) error {
+			*reply = make([]byte, *n)
+			return nil
+		}))
+		var b []byte
+		err := pair.call(context.Background(), "Big.Make", intPtr(100<<10), &b)
+		o := observe(pair, nil, nil)
+		o.Extra = fmt.Sprint(failure(err), ", reply of ", len(b))
+		return o
+	}, check: func(t *testing.T, o Outcome) {
+		assert.Equal(t, "Big.Make over <path>: connection is shut down: transport: frame too large: peer announced 102430 bytes, limit 65536 (frame too large: true, shut down: true), reply of 0", o.Extra)
+	}},
+	{name: "reply metadata of 1,100 entries", run: replyMetadataRefused(manyEntries(1100)), check: wantReplyRefused(`110[23] header entries, limit 1024`)},
+	{name: "reply metadata over the frame limit", run: replyMetadataRefused(bigMetadata()), check: wantReplyRefused(`\d+ bytes, limit 4194304`)},
+	{name: "a handler's changes to its metadata are its own", run: func(t *testing.T, e *env) Outcome {
+		// A handler that changes the map MetadataFrom gave it changes
+		// nothing a Server interceptor around it sees, nor the
+		// caller's metadata. A channel, not a slice: over a socket
+		// the reply is no synchronisation the race detector sees.
+		seen := make(chan string, 2)
+		ic := func(ctx context.Context, method string, args, reply any, next dispatch.Handler) error {
+			seen <- fmt.Sprint("interceptor before: ", dispatch.MetadataFrom(ctx))
+			err := next(ctx, args, reply)
+			seen <- fmt.Sprint("interceptor after: ", dispatch.MetadataFrom(ctx))
+			return err
+		}
+		pair := e.again(Limits{}, dispatch.WithInterceptors(ic))
+		require.NoError(t, dispatch.Handle(pair.srv, "Meta.Change", func(ctx context.Context, _ *struct{}, reply *string) error {
+			md := dispatch.MetadataFrom(ctx)
+			md["k"] = "handler's"
+			md["new"] = "handler's"
+			*reply = fmt.Sprint(md)
+			return nil
+		}, dispatch.Borrows()))
+		sent := dispatch.Metadata{"k": "caller's"}
+		var reply string
+		err := pair.caller.Call(context.Background(), Call{Method: "Meta.Change", Reply: &reply, Metadata: sent})
+		pair.svc.rec.take() // the suite's own interceptors: not this case's
+		o := observe(pair, &reply, err)
+		o.Extra = strings.Join([]string{recv(t, seen, "the interceptor"), recv(t, seen, "the interceptor"),
+			fmt.Sprint("caller's: ", sent)}, "; ")
+		return o
+	}, check: func(t *testing.T, o Outcome) {
+		assert.Empty(t, o.Err)
+		assert.Equal(t, "map[k:handler's new:handler's]", o.Reply)
+		assert.Equal(t, "interceptor before: map[k:caller's]; interceptor after: map[k:caller's]; caller's: map[k:caller's]", o.Extra)
+	}},
+	{name: "error reply over the frame limit", run: errorReplyTooLarge(0), check: wantErrorReplyTooLarge(
+		"dispatch: reply of Err.METHOD is too large: transport: frame too large: \\d+ bytes, limit 4194304 \\(frame too large: false, shut down: false\\) \\(code internal\\)")},
+	{name: "error reply over the client's frame limit", run: errorReplyTooLarge(64 << 10), check: wantErrorReplyTooLarge(
+		"Err.METHOD over <path>: connection is shut down: transport: frame too large: peer announced \\d+ bytes, limit 65536 \\(frame too large: true, shut down: true\\) \\(code <not \\*dispatch.Error>\\)")},
 }

@@ -19,6 +19,9 @@
 //		})
 //	}
 //
+// The example of Binding (example_binding_test.go) is a whole one, for a
+// Transport of one's own.
+//
 // The suite owns the services and builds, for each case, the
 // *dispatch.Server the case needs; a Binding says how to serve it on one
 // path (Serve) and how to call it there (a Caller: unary calls with
@@ -42,4 +45,8 @@
 // path that can hold one (Binding.Bubble: no real socket), where every
 // duration is exact; elsewhere no case sleeps to synchronise, and none
 // asserts how long something took.
+//
+// The paths of this repository declare their differences here (Profiles),
+// and docs/conformance.md shows them as Table renders them: a row for each
+// case, a column for each path.
 package dispatchtest

@@ -3,6 +3,7 @@ package dispatchtest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,6 +57,19 @@ var OneFrameLimit = &Difference{
 		"reply over the client's frame limit": {
 			Doc:  "the Server refuses the reply (CodeInternal), as it refuses any reply over its limit; the connection goes on",
 			Want: []func(Outcome) Outcome{withExtra("dispatch: reply of Big.Make is too large: transport: frame too large: 102430 bytes, limit 65536 (frame too large: false, shut down: false), reply of 0")},
+		},
+		"a stream over a frame limit says why": {
+			Doc: "the end that sends a message over the limit refuses it: the caller's Send fails, and its stream goes on; the handler's Send, or its end, fails and the caller gets its error; the opening frame is refused by the Client",
+			Want: []func(Outcome) Outcome{withExtra(strings.Join([]string{
+				"caller's message over the server's limit: Send refused: dispatch: message of L.Sink: transport: frame too large: 65653 bytes, limit 65536 (frame too large: true, shut down: false)",
+				"opening frame over the server's limit: 0 messages, dispatch: opening a stream of L.Sink: transport: frame too large: 65600 bytes, limit 65536 (frame too large: true, shut down: false)",
+				"CallStream, handler's message over the client's limit: 0 messages, dispatch: message of L.Make: transport: frame too large: 65653 bytes, limit 65536 (frame too large: false, shut down: false)",
+				"CallStream, end over the client's limit: 0 messages, dispatch: end of stream of L.Make is too large: transport: frame too large: 65663 bytes, limit 65536 (frame too large: false, shut down: false)",
+				"CallStream, ctx can end, handler's message over the client's limit: 0 messages, dispatch: message of L.Make: transport: frame too large: 65653 bytes, limit 65536 (frame too large: false, shut down: false)",
+				"CallStream, ctx can end, end over the client's limit: 0 messages, dispatch: end of stream of L.Make is too large: transport: frame too large: 65663 bytes, limit 65536 (frame too large: false, shut down: false)",
+				"OpenStream, handler's message over the client's limit: 0 messages, dispatch: message of L.Make: transport: frame too large: 65653 bytes, limit 65536 (frame too large: false, shut down: false)",
+				"OpenStream, end over the client's limit: 0 messages, dispatch: end of stream of L.Make is too large: transport: frame too large: 65663 bytes, limit 65536 (frame too large: false, shut down: false)",
+			}, "\n"))},
 		},
 		"error reply over the client's frame limit": {
 			Doc:   "as \"error reply over the frame limit\", at the one limit: the Server answers CodeInternal without the message, and the connection goes on",
