@@ -129,7 +129,7 @@ var HTTPHeaderLimits = &Difference{
 // HTTP2OpeningLimits: HTTPHeaderLimits, for the metadata that opens a
 // stream over HTTP/2.
 var HTTP2OpeningLimits = &Difference{
-	Name: "HTTP's header limits",
+	Name: "HTTP/2's header limits",
 	Doc:  "a stream's opening metadata are headers, bounded by HTTP's limits, not by the wire's 1,024 entries and frame limit: 1,100 entries open the stream, 5 MiB is refused by HTTP",
 	Effects: map[string]Effect{
 		"opening metadata of 1,100 entries": {Doc: "the streams open, the handler sees them", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
@@ -353,7 +353,7 @@ var HTTPFlowControl = &Difference{
 // streams says whether the path opens streams both ways (HTTP/2).
 func connectShapeWords(codec string, streams bool) *Difference {
 	d := &Difference{
-		Name: "shape refused in HTTP's words",
+		Name: "shape refused in HTTP's words, " + codec,
 		Doc:  "a call of the other shape than its method's is refused with the shape rule's code, invalid_argument, in words that say how to make it over HTTP: dispatch's speak of its Go API (OpenStream, Call), which a caller over HTTP does not have",
 		Effects: map[string]Effect{
 			"a stream opened on a unary method": {Doc: "invalid_argument, in HTTP's words", Want: []func(Outcome) Outcome{func(o Outcome) Outcome {
