@@ -19,8 +19,8 @@
 //		})
 //	}
 //
-// The example of Binding (example_binding_test.go) is a whole one, for a
-// Transport of one's own.
+// The package's example (example_binding_test.go) binds a Transport of
+// one's own, whole; TestExampleBinding runs the suite on it.
 //
 // The suite owns the services and builds, for each case, the
 // *dispatch.Server the case needs; a Binding says how to serve it on one
