@@ -144,6 +144,42 @@ var HTTP2OpeningLimits = &Difference{
 	},
 }
 
+// HTTP2StreamEnds: over HTTP/2 a stream ends as HTTP's limits and
+// connect-go say: the dispatch.Server's Close answers a stream in flight
+// (the http.Server lives on); a message over the Handler's read limit is
+// refused with resource_exhausted, or, when the caller is still sending,
+// its Send sees the end (io.EOF, the suite's ErrStreamDone); opening
+// metadata is bounded by HTTP's header limits, not the frame limit; a
+// message over connect-go's client's read limit fails the stream
+// (resource_exhausted); a stream's end over it fails it too over Connect,
+// whose end is a message, and arrives over gRPC, whose end is trailers.
+var HTTP2StreamEnds = &Difference{
+	Name: "HTTP/2's stream ends",
+	Doc:  "a stream ends as HTTP and connect-go say: the dispatch.Server's Close answers it (the http.Server lives on); a message over the Handler's read limit is refused (resource_exhausted), or the caller's Send sees the end first; opening metadata is bounded by HTTP's header limits; connect-go's client refuses a message over its read limit, and a stream's end over it over Connect (a message), not over gRPC (trailers)",
+	Effects: map[string]Effect{
+		"a stream whose Server closes says why": {Doc: "answered: \"dispatch: server closed while the call was in flight\"", Want: []func(Outcome) Outcome{
+			withExtra("dispatch: server closed while the call was in flight (frame too large: false, shut down: false)")}},
+		"a stream over a frame limit says why": {Doc: "refused by the Handler's and connect-go's read limits, in their words; the opening metadata and a gRPC stream's end cross", Check: func(t *testing.T, o Outcome) {
+			const ok = ` \(frame too large: false, shut down: false\)`
+			lines := strings.Split(o.Extra, "\n")
+			i := 0
+			for ; i < len(lines) && strings.HasPrefix(lines[i], "caller's message over the server's limit"); i++ {
+				assert.Regexp(t, `^caller's message over the server's limit(, try \d+)?: (0 messages, httpzerodial: a message of \d+ bytes \(its envelope says\) is larger than the read limit of 65536 bytes|Send refused: dispatch: the stream has ended)`+ok+`$`, lines[i])
+			}
+			if assert.Less(t, i, len(lines)) {
+				assert.Equal(t, "opening frame over the server's limit: 1 messages, ok", lines[i])
+			}
+			rest := lines[min(i+1, len(lines)):]
+			if assert.Len(t, rest, 6) {
+				for j, shape := range []string{"CallStream", "CallStream, ctx can end", "OpenStream"} {
+					assert.Regexp(t, "^"+shape+`, handler's message over the client's limit: 0 messages, message size \d+ is larger than configured max 65536`+ok+`$`, rest[2*j])
+					assert.Regexp(t, "^"+shape+`, end over the client's limit: 0 messages, (ok|message size \d+ is larger than configured max 65536`+ok+`)$`, rest[2*j+1])
+				}
+			}
+		}},
+	},
+}
+
 // replyMetadataCrosses is what replyMetadataRefused records when reply
 // metadata of n entries crosses whole: the replies (1, 0), the handler's
 // error, each with the metadata of its call, for both methods and both
@@ -443,6 +479,7 @@ var HTTP1HalfDuplex = &Difference{
 			"client to server, 1000", "echo, 1000", "echo in lock-step", "empty both ways", "Close mid-stream",
 			"the handler's Send when the caller goes", "handler returns while the caller sends", "slow consumer",
 			"metadata both ways", "messages near the frame limit", "a stream opened on a unary method",
+			"a stream whose Server closes says why", "a stream over a frame limit says why",
 		}, refused)
 		opening := func(md dispatch.Metadata, callStream, openStream string) Effect {
 			return Effect{
@@ -470,11 +507,11 @@ var ConnectJSONHTTP1 = Profile{Name: "connect-json-http1", Differences: []*Diffe
 // ConnectMsgpackH2C is the Connect protocol in msgpack over HTTP/2
 // without TLS.
 var ConnectMsgpackH2C = Profile{Name: "connect-msgpack-h2c", Differences: []*Difference{
-	connectShapeWords("msgpack", true), HTTPFlowControl, HTTP2OpeningLimits, HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
+	connectShapeWords("msgpack", true), HTTPFlowControl, HTTP2OpeningLimits, HTTP2StreamEnds, HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
 
 // GRPCMsgpackH2C is gRPC in msgpack over HTTP/2 without TLS.
 var GRPCMsgpackH2C = Profile{Name: "grpc-msgpack-h2c", Differences: []*Difference{
-	GRPCShapeUnsaid, GRPCStreamOfUnary, HTTPFlowControl, HTTP2OpeningLimits, HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
+	GRPCShapeUnsaid, GRPCStreamOfUnary, HTTPFlowControl, HTTP2OpeningLimits, HTTP2StreamEnds, HTTPCodes, HTTPMethodPaths, ConnectGoWords, HTTPReadLimit, HTTPClientReadLimit, HTTPHeaderLimits, HTTPErrorUnbounded, HTTPServerOutlives, HTTPDeadlineReset, HeaderMetadata, HTTPNoPreface}}
 
 // GRPCWebJSONHTTP1 is gRPC-Web in JSON over HTTP/1.1, as a browser speaks
 // it.
