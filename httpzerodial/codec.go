@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -114,7 +115,63 @@ func decode(name string, data []byte, v any, strict bool) error {
 		d.DisallowUnknownFields()
 		return d.Decode(v)
 	}
-	return json.Unmarshal(data, v)
+	if err := json.Unmarshal(data, v); err != nil {
+		return err
+	}
+	return jsonFieldsMatched(data, v)
+}
+
+// jsonFieldsMatched is msgpack's "no fields matched" rule
+// (codec.ErrNoFieldsMatched) in JSON: a non-empty object decoded into a
+// struct must name at least one of its fields. Keys the struct does not
+// have, beside keys it has, are ignored, as encoding/json ignores them; an
+// object none of whose keys fit is a message of another type, which the
+// other paths refuse rather than decode as zero values. It runs only when
+// decoding left the struct zero, the one case in which no key may have
+// matched, and asks encoding/json, key by key, which keys the struct
+// knows, so that its naming rules (tags, case folding, embedded fields)
+// need not be copied here.
+func jsonFieldsMatched(data []byte, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return nil
+	}
+	t := rv.Type().Elem()
+	if t.Kind() != reflect.Struct || !rv.Elem().IsZero() {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return nil // null, or not an object
+	}
+	var keys []string
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return nil
+		}
+		// The key alone, its value null, which any field takes: only a
+		// key the struct does not have can fail.
+		probe, err := json.Marshal(map[string]any{key: nil})
+		if err != nil {
+			return nil
+		}
+		pd := json.NewDecoder(bytes.NewReader(probe))
+		pd.DisallowUnknownFields()
+		if pd.Decode(reflect.New(t).Interface()) == nil {
+			return nil // a key the struct has
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil // {}
+	}
+	return fmt.Errorf("%w: the object's keys %q name no field of type %s", codec.ErrNoFieldsMatched, keys, t)
 }
 
 // encode encodes v, a pointer to a method's reply or message type, in the

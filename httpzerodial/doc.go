@@ -40,8 +40,11 @@
 //     dispatch.MaxErrorDetailsSize make the internal error every path gets.
 //   - Arguments that do not fit their type are refused with
 //     invalid_argument in the codec's words, which name the field: msgpack's
-//     (codec.FieldError), encoding/json's. A Server made
-//     dispatch.WithStrictDecoding refuses a field the arguments' type does
+//     (codec.FieldError), encoding/json's. A JSON object none of whose
+//     keys names a field of the struct it is decoded into is a message of
+//     another type, refused as msgpack's map is (codec.ErrNoFieldsMatched,
+//     "the object's keys [...] name no field of type T"), arguments and
+//     stream messages alike. A Server made dispatch.WithStrictDecoding refuses a field the arguments' type does
 //     not have, in JSON (json.Decoder.DisallowUnknownFields) and msgpack
 //     (codec.StrictUnmarshaler) alike; a stream's messages are decoded as
 //     without it, as on the Server's other paths.

@@ -14,6 +14,7 @@ require (
 )
 
 require (
+	github.com/hashicorp/yamux v0.1.2 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
