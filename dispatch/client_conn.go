@@ -297,7 +297,8 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 	if err != nil {
 		return err
 	}
-	requestHeader(ctx, cc.req.Header, name, rpcwire.FormatSeq(seq), cc.ctype)
+	d := outgoingDesc(ctx, name, cc.codec)
+	requestHeader(cc.req.Header, &d, rpcwire.FormatSeq(seq))
 	cc.req.Body = body
 	if cc.batch != nil && len(body) <= maxBatchedBody {
 		// The request is copied into the socket's queue, and the send

@@ -156,11 +156,9 @@ func (c *Client) handlerCtx(ctx context.Context, e *entry, m *method, path Path)
 	if !m.seesCtx {
 		return ctx, nil
 	}
-	md := outgoing(ctx) // never changed: WithMetadata makes a new map, MetadataFrom hands out copies
-	if len(md) == 0 {
-		md = nil // as the network delivers it
-	}
-	sc := &shortcutCtx{callCtx: callCtx{md: md}, parent: ctx, client: c, ent: e, m: m, direct: path == PathShortcutDirect}
+	d := outgoingDesc(ctx, m.name, c.opts.codec)
+	d.peer = e.peer(path)
+	sc := &shortcutCtx{callCtx: callCtx{callDesc: d}, parent: ctx, client: c}
 	sc.hook = sc
 	return sc, sc
 }

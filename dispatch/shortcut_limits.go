@@ -83,10 +83,6 @@ type frameSizes struct {
 	near   bool // within reach of the smaller limit, or of the header entries' limit
 }
 
-// fixedEntries bounds the entries the network adds to a request's metadata
-// in its headers (requestHeader; a stream's opening frame has the most).
-const fixedEntries = 7
-
 // sizes estimates, from above, the frame of a request of name made with ctx
 // whose body is body. It costs a look at each metadata entry and builds
 // nothing: a call far from every limit, the common one, is checked no
@@ -149,13 +145,10 @@ const (
 // the connection).
 func (c *Client) frameCheck(ctx context.Context, name string, body []byte, open openKind, server int) (refused, lost error) {
 	h := make(map[string]string, fixedEntries)
-	requestHeader(ctx, h, name, "0", c.ctype)
+	d := outgoingDesc(ctx, name, c.opts.codec)
+	requestHeader(h, &d, "0")
 	if open != notOpen {
-		h[rpcwire.Stream] = rpcwire.StreamOpen
-		h[rpcwire.Window] = rpcwire.FormatWindow(c.opts.streamWindow)
-	}
-	if open == openReady {
-		h[rpcwire.Ready] = rpcwire.ReadyYes
+		openHeader(h, c.opts.streamWindow, open == openReady)
 	}
 	m := transport.Message{Header: h, Body: body}
 	if _, err := frame.Check(&m, c.limit); err != nil {

@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -12,29 +11,54 @@ import (
 	"github.com/zerodial/transport/internal/rpcwire"
 )
 
-// requestHeader fills h with a request's headers as the network sends them.
-// The shortcut builds the same headers to apply the same frame limits.
-func requestHeader(ctx context.Context, h map[string]string, name, seqText, ctype string) {
-	if !setRequestHeader(ctx, h, name, seqText, ctype) {
+// requestHeader fills h with the headers of a request of the call d
+// describes, as the network sends them (receivedHeader.desc reads them
+// back). The shortcut builds the same headers to apply the same frame
+// limits.
+func requestHeader(h map[string]string, d *callDesc, seqText string) {
+	if !setRequestHeader(h, d, seqText) {
 		clear(h)
-		setRequestHeader(ctx, h, name, seqText, ctype)
+		setRequestHeader(h, d, seqText)
 	}
 }
 
+// requestKeys are the headers a request, or a stream's opening frame (the
+// most), carries besides its metadata: requestHeader's and openHeader's.
+// TestRequestKeys holds both to it, for every field of callDesc.
+var requestKeys = [...]string{
+	rpcwire.ServiceMethod, rpcwire.Seq, rpcwire.ContentType, rpcwire.Timeout,
+	rpcwire.Stream, rpcwire.Window, rpcwire.Ready,
+}
+
+// fixedEntries bounds the entries the network adds to a request's metadata
+// in its headers, for the shortcut's checks of the header entries' limit.
+const fixedEntries = len(requestKeys)
+
 // setRequestHeader sets a request's headers in h (headerFill) and reports
 // whether h holds no others.
-func setRequestHeader(ctx context.Context, h map[string]string, name, seqText, ctype string) bool {
+func setRequestHeader(h map[string]string, d *callDesc, seqText string) bool {
 	f := headerFill{h: h}
-	f.set(rpcwire.ServiceMethod, name)
+	f.set(rpcwire.ServiceMethod, d.name)
 	f.set(rpcwire.Seq, seqText)
-	if ctype != codec.Msgpack.Name() {
+	if ctype := d.cdc.Name(); ctype != codec.Msgpack.Name() {
 		f.set(rpcwire.ContentType, ctype) // absent means msgpack (WIRE.md)
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		f.set(rpcwire.Timeout, rpcwire.FormatTimeout(time.Until(dl)))
+	if !d.deadline.IsZero() {
+		f.set(rpcwire.Timeout, rpcwire.FormatTimeout(time.Until(d.deadline)))
 	}
-	f.metadata(outgoing(ctx))
+	f.metadata(d.md)
 	return f.exact()
+}
+
+// openHeader adds to h, a request's headers, what makes it the opening
+// frame of a stream: the caller's window, and whether it asks for the
+// ready frame.
+func openHeader(h map[string]string, window int, ready bool) {
+	h[rpcwire.Stream] = rpcwire.StreamOpen
+	h[rpcwire.Window] = rpcwire.FormatWindow(window)
+	if ready {
+		h[rpcwire.Ready] = rpcwire.ReadyYes
+	}
 }
 
 // headerFill sets a message's headers in a map that held another
