@@ -244,16 +244,6 @@ func (c *foreignCall) decode(decode func(args any) error) (e *Error) {
 	return nil
 }
 
-// decodeError is the refusal of a call whose arguments the protocol could
-// not decode: its *Error as is, anything else in decodeArgs's words.
-func decodeError(name string, err error) *Error {
-	var e *Error
-	if errors.As(err, &e) && e != nil {
-		return &Error{Code: e.Code, Message: e.Message}
-	}
-	return argsError(name, err)
-}
-
 // StrictDecoding reports whether the Server was made WithStrictDecoding,
 // for a protocol that decodes arguments itself (httpzerodial): it then
 // refuses a field the arguments' type does not have, as every path does.

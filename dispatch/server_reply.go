@@ -116,16 +116,3 @@ func (c *serverConn) stalled() {
 		"remote", c.sock.RemoteAddr(), "timeout", c.srv.opts.replyTimeout)
 	c.sock.Close()
 }
-
-// appendMarshal encodes v with c into dst, without allocating when c can
-// append.
-func appendMarshal(c codec.Codec, dst []byte, v any) ([]byte, error) {
-	if a, ok := c.(codec.Appender); ok {
-		return a.AppendMarshal(dst, v)
-	}
-	b, err := c.Marshal(v)
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, b...), nil
-}

@@ -1,8 +1,6 @@
 package dispatch
 
 import (
-	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -203,53 +201,6 @@ func setResponseHeader(h map[string]string, name, seqText string, e *Error, md M
 	}
 	f.metadata(md)
 	return f.exact()
-}
-
-// encodeArgs appends the body of a request to dst. Nil arguments (nil, or a
-// nil pointer) are an empty body, which the server reads as zero arguments:
-// the same as the handler receives on the shortcut, whatever the type.
-func encodeArgs(c codec.Codec, dst []byte, name string, args any) ([]byte, error) {
-	if isNil(args) {
-		return dst, nil
-	}
-	b, err := appendMarshal(c, dst, args)
-	if err != nil {
-		return dst, fmt.Errorf("dispatch: encoding arguments of %s: %w", name, err)
-	}
-	return b, nil
-}
-
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
-}
-
-// decodeReply decodes a response body into reply, which Call has zeroed; an
-// empty body leaves it zero.
-func decodeReply(c codec.Codec, name string, body []byte, reply any) error {
-	if len(body) == 0 {
-		return nil
-	}
-	if err := c.Unmarshal(body, reply); err != nil {
-		zero(reply)
-		return decodeReplyError(name, err)
-	}
-	return nil
-}
-
-// replyTooLarge is the error a caller gets for a reply over the server's
-// frame limit.
-func replyTooLarge(name string, err error) *Error {
-	return &Error{Code: CodeInternal, Message: "dispatch: reply of " + name + " is too large: " + err.Error()}
-}
-
-// argsTooLarge is the error a caller gets for arguments over its own
-// transport's frame limit.
-func argsTooLarge(name string, err error) error {
-	return fmt.Errorf("dispatch: arguments of %s: %w", name, err)
 }
 
 // Bounds on what a connection's reader keeps of a message it has handled,
