@@ -10,6 +10,19 @@ import (
 	"github.com/zerodial/transport/internal/flow"
 )
 
+// A call's body: its arguments, its reply, a stream's messages, encoded
+// and decoded the same way on every path that has a body — the network's
+// two ends, the shortcut's copy mode (copyCall, which runs each codec once
+// each way) — and the words of their failures, which every path shares.
+// What the body travels with, the headers, is wire.go's; its size is the
+// frame limit's to bound (internal/frame, and shortcut_limits.go on the
+// shortcut).
+//
+// Arguments: encodeArgs on a Client, decodeArgs on a Server (decodeError
+// for a protocol that decodes them itself), planArgs's deep copy in direct
+// mode. Replies: encodeReply on a Server, decodeReply on a Client. Stream
+// messages: encodeMsg and decodeMsg, on both ends.
+
 // encodeArgs appends the body of a request to dst. Nil arguments (nil, or a
 // nil pointer) are an empty body, which the server reads as zero arguments:
 // the same as the handler receives on the shortcut, whatever the type.
@@ -24,6 +37,8 @@ func encodeArgs(c codec.Codec, dst []byte, name string, args any) ([]byte, error
 	return b, nil
 }
 
+// isNil reports whether v is nil or a nil pointer: arguments encodeArgs
+// sends as an empty body.
 func isNil(v any) bool {
 	if v == nil {
 		return true
@@ -32,9 +47,10 @@ func isNil(v any) bool {
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
-// decodeArgs and encodeError word their failures the same on every path:
-// the codec's words, which for msgpack name the field that does not fit
-// (codec.FieldError). strict is the Server's WithStrictDecoding.
+// decodeArgs decodes a request's body into args, its failure worded the
+// same on every path (argsError): the codec's words, which for msgpack
+// name the field that does not fit (codec.FieldError). strict is the
+// Server's WithStrictDecoding.
 func decodeArgs(c codec.Codec, strict bool, m *method, body []byte, args any) *Error {
 	if len(body) == 0 {
 		return nil // nil arguments: the handler gets zero ones (encodeArgs)
@@ -102,6 +118,19 @@ func appendMarshal(c codec.Codec, dst []byte, v any) ([]byte, error) {
 	return append(dst, b...), nil
 }
 
+// encodeReply appends the encoding of reply, the reply of name, to dst. A
+// reply that cannot be encoded is answered with CodeInternal (encodeError)
+// on every path.
+func encodeReply(c codec.Codec, dst []byte, name string, reply any) ([]byte, *Error) {
+	b, err := appendMarshal(c, dst, reply)
+	if err != nil {
+		return b, encodeError(name, err)
+	}
+	return b, nil
+}
+
+// encodeError words a reply that cannot be encoded, as decodeArgs words
+// arguments: the codec's words.
 func encodeError(name string, err error) *Error {
 	return &Error{Code: CodeInternal, Message: fmt.Sprintf("dispatch: encoding reply of %s: %v", name, err)}
 }

@@ -60,9 +60,7 @@ func (c *serverConn) sendReply(seqText, name string, cdc codec.Codec, reply any,
 	}()
 	body := r.buf[:0]
 	if e == nil {
-		var err error
-		if body, err = appendMarshal(cdc, body, reply); err != nil {
-			e = encodeError(name, err)
+		if body, e = encodeReply(cdc, body, name, reply); e != nil {
 			body = body[:0]
 		}
 	}

@@ -302,10 +302,10 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	if e != nil {
 		return c.errorReplyCheck(name, md, e, sizes.server, ans)
 	}
-	body, err = appendMarshal(cdc, body[:0], r)
+	body, e = encodeReply(cdc, body[:0], m.name, r)
 	*bp = body[:0]
-	if err != nil {
-		return encodeError(m.name, err)
+	if e != nil {
+		return e
 	}
 	if c.sizes(ctx, ent, name, body).near || len(md) > 0 {
 		if err := c.replyCheck(name, body, md, nil, sizes.server, ans); err != nil {

@@ -35,9 +35,9 @@ func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, 
 	if ce != nil {
 		return ce
 	}
-	body, err := appendMarshal(cdc, nil, r)
-	if err != nil {
-		return encodeError(name, err)
+	body, fail := encodeReply(cdc, nil, name, r)
+	if fail != nil {
+		return fail
 	}
 	return c.replyCheck(name, body, md, nil, server, ans)
 }
