@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"crypto/tls"
+	"maps"
 	"net"
 	"strconv"
 	"time"
@@ -19,14 +20,15 @@ import (
 // as a request's headers (requestHeader), or, on the shortcut, hands it to
 // the handler's context with the listener as its peer. A Server builds it
 // from what each path carries — the wire's headers (receivedHeader.desc),
-// a foreign protocol's IncomingCall (admitForeign), a net/rpc request
-// (codecConn.start) — and every handler's context (callCtx) takes it: its
+// a foreign protocol's IncomingCall (incomingDesc), a net/rpc request
+// (codecConn.start), which carries only the method — and every handler's context (callCtx) takes it: its
 // metadata, its deadline and its CallInfo are the description's, so that
 // they are the same on every path.
 //
 // A new per-call field is one field here, set in outgoingDesc and read back
 // in receivedHeader.desc, one header on the wire (requestHeader, rpcwire,
-// requestKeys), and what CallInfo shows of it (info).
+// requestKeys), and what CallInfo shows of it (info, and incomingDesc for
+// what a foreign protocol says of it).
 type callDesc struct {
 	// name is the method called, "Service.Method".
 	name string
@@ -63,6 +65,21 @@ func outgoingDesc(ctx context.Context, name string, cdc codec.Codec) callDesc {
 	d := callDesc{name: name, cdc: cdc}
 	if md := outgoing(ctx); len(md) > 0 {
 		d.md = md
+	}
+	d.deadline, _ = ctx.Deadline()
+	return d
+}
+
+// incomingDesc describes a call that a protocol of another package read
+// (Invoke, InvokeStream) from what it says of it, call, and the deadline
+// of its context ctx, as info's inverse: where it came from, to srv, is
+// set in *from, which the foreign call holds.
+func incomingDesc(ctx context.Context, call IncomingCall, srv *Server, from *connInfo) callDesc {
+	ci := &call.Info
+	*from = connInfo{srv: srv, path: ci.Path, local: ci.LocalAddr, peer: ci.RemoteAddr, tls: ci.TLS, cred: ci.PeerCred}
+	d := callDesc{name: ci.Method, peer: from}
+	if len(call.Metadata) > 0 {
+		d.md = maps.Clone(call.Metadata) // the protocol's map is its own
 	}
 	d.deadline, _ = ctx.Deadline()
 	return d

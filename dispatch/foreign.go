@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -216,12 +215,7 @@ func (s *Server) admitForeign(ctx context.Context, call IncomingCall, stream boo
 		return nil, e
 	}
 	c := &foreignCall{srv: s, parent: ctx, m: m, done: make(chan struct{})}
-	c.from = connInfo{srv: s, path: call.Info.Path, local: call.Info.LocalAddr, peer: call.Info.RemoteAddr, tls: call.Info.TLS, cred: call.Info.PeerCred}
-	c.callDesc = callDesc{name: call.Info.Method, peer: &c.from}
-	if len(call.Metadata) > 0 {
-		c.callDesc.md = maps.Clone(call.Metadata) // the protocol's map is its own
-	}
-	c.deadline, _ = ctx.Deadline()
+	c.callDesc = incomingDesc(ctx, call, s, &c.from)
 	return c, nil
 }
 
