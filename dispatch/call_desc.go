@@ -9,23 +9,25 @@ import (
 	"time"
 
 	"github.com/zerodial/transport"
-	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/rpcwire"
 )
 
 // callDesc describes one call: what its caller asked for, and where it came
-// from. It is built once on each side, and everything after reads it.
+// from — what a handler is told of its call. It is built once on each
+// side, and everything after reads it. The content type is not in it: it
+// says how the body is encoded, which a handler sees decoded, and goes
+// beside it (requestHeader's ctype, serverCall's codec).
 //
-// A Client builds it from the caller's context (outgoingDesc) and writes it
+// A Client builds it from the caller's context (fromContext) and writes it
 // as a request's headers (requestHeader), or, on the shortcut, hands it to
 // the handler's context with the listener as its peer. A Server builds it
 // from what each path carries — the wire's headers (receivedHeader.desc),
 // a foreign protocol's IncomingCall (incomingDesc), a net/rpc request
-// (codecConn.start), which carries only the method — and every handler's context (callCtx) takes it: its
-// metadata, its deadline and its CallInfo are the description's, so that
-// they are the same on every path.
+// (codecConn.start), which carries only the method — and every handler's
+// context (callCtx) takes it: its metadata, its deadline and its CallInfo
+// are the description's, so that they are the same on every path.
 //
-// A new per-call field is one field here, set in outgoingDesc and read back
+// A new per-call field is one field here, set in fromContext and read back
 // in receivedHeader.desc, one header on the wire (requestHeader, rpcwire,
 // requestKeys), and what CallInfo shows of it (info, and incomingDesc for
 // what a foreign protocol says of it).
@@ -38,10 +40,6 @@ type callDesc struct {
 	md Metadata
 	// deadline is the caller's deadline, zero when it has none.
 	deadline time.Time
-	// cdc is the codec the call's body is in, which its content type
-	// names (WIRE.md, Content-Type); nil for a protocol that decodes the
-	// body itself (Invoke, ServeCodec).
-	cdc codec.Codec
 	// peer is where the call came from, and the Server it came to, shared
 	// by the calls of one connection; nil on a Client.
 	peer *connInfo
@@ -58,16 +56,16 @@ type connInfo struct {
 	cred        *transport.PeerCred
 }
 
-// outgoingDesc describes a call of name that a Client makes with ctx, its
-// arguments encoded with cdc: the caller's metadata (WithMetadata) and
-// deadline.
-func outgoingDesc(ctx context.Context, name string, cdc codec.Codec) callDesc {
-	d := callDesc{name: name, cdc: cdc}
+// fromContext sets d, zero, to describe a call of name that a Client makes
+// with ctx: the caller's metadata (WithMetadata) and deadline. It fills d
+// in place, so that the shortcut's handler context, which holds it, is
+// made without a copy.
+func (d *callDesc) fromContext(ctx context.Context, name string) {
+	d.name = name
 	if md := outgoing(ctx); len(md) > 0 {
 		d.md = md
 	}
 	d.deadline, _ = ctx.Deadline()
-	return d
 }
 
 // incomingDesc describes a call that a protocol of another package read
@@ -99,12 +97,11 @@ func (d *callDesc) info() *CallInfo {
 
 // desc describes the call, or the stream, whose request headers rh holds,
 // which came over a connection described by peer: the method, the
-// metadata, cdc (the codec its Content-Type names, which the caller has
-// found), and the deadline its Timeout sets, counted from now; timeout is
-// that Timeout, for the timer that ends the call when d has a deadline. An
-// ill-formed Timeout is refused.
-func (rh *receivedHeader) desc(cdc codec.Codec, peer *connInfo) (d callDesc, timeout time.Duration, e *Error) {
-	d = callDesc{name: rh.name, md: rh.metadata(), cdc: cdc, peer: peer}
+// metadata, and the deadline its Timeout sets, counted from now; timeout
+// is that Timeout, for the timer that ends the call when d has a deadline.
+// An ill-formed Timeout is refused.
+func (rh *receivedHeader) desc(peer *connInfo) (d callDesc, timeout time.Duration, e *Error) {
+	d = callDesc{name: rh.name, md: rh.metadata(), peer: peer}
 	if t, ok := rh.get(rpcwire.Timeout); ok {
 		var err error
 		if timeout, err = rpcwire.ParseTimeout(t); err != nil {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/zerodial/transport"
-	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/rpcwire"
 )
 
@@ -24,12 +23,10 @@ import (
 func TestRequestKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		peer := &connInfo{srv: &Server{}, path: "tcp"}
-		json := namedCodec{codec.Msgpack, "json"}
 		sent := callDesc{
 			name:     "Calc.Add",
 			md:       Metadata{"k": "v", "k2": "v2"},
 			deadline: time.Now().Add(time.Hour),
-			cdc:      json,
 			peer:     peer,
 		}
 		v := reflect.ValueOf(sent)
@@ -40,7 +37,7 @@ func TestRequestKeys(t *testing.T) {
 		}
 
 		h := map[string]string{}
-		requestHeader(h, &sent, "1")
+		requestHeader(h, &sent, "1", "json")
 		openHeader(h, DefaultStreamWindow, true)
 		for k := range h {
 			if !strings.HasPrefix(k, rpcwire.MetadataPrefix) && !slices.Contains(requestKeys[:], k) {
@@ -52,10 +49,10 @@ func TestRequestKeys(t *testing.T) {
 		}
 
 		rh := readHeader(h)
-		if ctype, _ := rh.get(rpcwire.ContentType); ctype != json.Name() {
-			t.Errorf("Content-Type %q, want %q", ctype, json.Name())
+		if ctype, _ := rh.get(rpcwire.ContentType); ctype != "json" {
+			t.Errorf("Content-Type %q, want json", ctype)
 		}
-		got, timeout, e := rh.desc(json, peer)
+		got, timeout, e := rh.desc(peer)
 		if e != nil {
 			t.Fatal(e)
 		}
@@ -84,9 +81,10 @@ func TestCallDescInfo(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(WithMetadata(context.Background(), Metadata{}), time.Hour)
 	defer cancel()
-	out := outgoingDesc(ctx, "Calc.Add", codec.Msgpack)
+	var out callDesc
+	out.fromContext(ctx, "Calc.Add")
 	dl, _ := ctx.Deadline()
-	if out.md != nil || !out.deadline.Equal(dl) || out.cdc != codec.Msgpack || out.name != "Calc.Add" || out.peer != nil {
-		t.Errorf("outgoingDesc: %+v", out)
+	if out.md != nil || !out.deadline.Equal(dl) || out.name != "Calc.Add" || out.peer != nil {
+		t.Errorf("fromContext: %+v", out)
 	}
 }

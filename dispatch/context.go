@@ -22,7 +22,7 @@ type callCtx struct {
 	mu     sync.Mutex
 	done   chan struct{} // made by the first Done
 	err    error
-	afters []*afterFunc
+	afters *afterFunc // AfterFunc's, a list (next): a word, not a slice's three
 	// hook, if set, is told once when the context ends (outside mu). An
 	// interface, not a func, so that setting it allocates nothing.
 	hook endHook
@@ -34,6 +34,7 @@ type endHook interface{ ended() }
 type afterFunc struct {
 	f       func()
 	stopped bool
+	next    *afterFunc
 }
 
 var closedChan = func() chan struct{} {
@@ -54,7 +55,7 @@ func (c *callCtx) cancel(err error) {
 
 // cancelLocked records err; the caller runs c.after with the results once
 // it has released c.mu.
-func (c *callCtx) cancelLocked(err error) ([]*afterFunc, endHook, bool) {
+func (c *callCtx) cancelLocked(err error) (*afterFunc, endHook, bool) {
 	if c.err != nil {
 		return nil, nil, false
 	}
@@ -64,17 +65,17 @@ func (c *callCtx) cancelLocked(err error) ([]*afterFunc, endHook, bool) {
 	}
 	afters := c.afters
 	c.afters = nil
-	for _, a := range afters {
+	for a := afters; a != nil; a = a.next {
 		a.stopped = true
 	}
 	return afters, c.hook, true
 }
 
-func (c *callCtx) after(afters []*afterFunc, hook endHook) {
+func (c *callCtx) after(afters *afterFunc, hook endHook) {
 	if hook != nil {
 		hook.ended()
 	}
-	for _, a := range afters {
+	for a := afters; a != nil; a = a.next {
 		go a.f()
 	}
 }
@@ -140,8 +141,8 @@ func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 		go f()
 		return func() bool { return false }
 	}
-	a := &afterFunc{f: f}
-	c.afters = append(c.afters, a)
+	a := &afterFunc{f: f, next: c.afters}
+	c.afters = a
 	return func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -149,9 +150,9 @@ func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 			return false
 		}
 		a.stopped = true
-		for i, x := range c.afters {
-			if x == a {
-				c.afters = append(c.afters[:i], c.afters[i+1:]...)
+		for p := &c.afters; *p != nil; p = &(*p).next {
+			if *p == a {
+				*p = a.next
 				break
 			}
 		}
@@ -172,7 +173,7 @@ type shortcutCtx struct {
 }
 
 // check ends the context if something it follows has ended; c.mu is held.
-func (c *shortcutCtx) checkLocked() ([]*afterFunc, endHook, bool) {
+func (c *shortcutCtx) checkLocked() (*afterFunc, endHook, bool) {
 	if c.err != nil {
 		return nil, nil, false
 	}
@@ -237,7 +238,7 @@ func (c *shortcutCtx) Done() <-chan struct{} {
 // finish ends the context when the call returns.
 func (c *shortcutCtx) finish() {
 	c.mu.Lock()
-	if c.done == nil && c.err == nil && len(c.afters) == 0 && !c.watched {
+	if c.done == nil && c.err == nil && c.afters == nil && !c.watched {
 		// Nobody asked for Done or derived a context: nothing to tell.
 		c.err = context.Canceled
 		c.mu.Unlock()

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"time"
+
+	"github.com/zerodial/transport/codec"
 )
 
 // serverCall is a call that arrived over the network, and the handler's
@@ -20,6 +22,7 @@ type serverCall struct {
 	meth    *method
 	args    any
 	reply   any
+	cdc     codec.Codec
 	seq     uint64
 	seqText string
 	size    int64 // the request's body, counted in the connection's bytes

@@ -307,13 +307,13 @@ func (c *serverConn) start(m *transport.Message, rh *receivedHeader, seq uint64,
 		return nil
 	}
 
-	d, timeout, e := rh.desc(cdc, c.connInfo())
+	d, timeout, e := rh.desc(c.connInfo())
 	if e != nil {
 		c.refuse(open, seqText, name, e)
 		c.srv.gate.leave()
 		return nil
 	}
-	call := &serverCall{callCtx: callCtx{callDesc: d}, conn: c, meth: meth, args: args, reply: reply, seq: seq, seqText: seqText}
+	call := &serverCall{callCtx: callCtx{callDesc: d}, conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText}
 	if !d.deadline.IsZero() {
 		call.setDeadline(timeout)
 	}

@@ -156,9 +156,9 @@ func (c *Client) handlerCtx(ctx context.Context, e *entry, m *method, path Path)
 	if !m.seesCtx {
 		return ctx, nil
 	}
-	d := outgoingDesc(ctx, m.name, c.opts.codec)
-	d.peer = e.peer(path)
-	sc := &shortcutCtx{callCtx: callCtx{callDesc: d}, parent: ctx, client: c}
+	sc := &shortcutCtx{parent: ctx, client: c}
+	sc.fromContext(ctx, m.name)
+	sc.peer = e.peer(path)
 	sc.hook = sc
 	return sc, sc
 }

@@ -145,8 +145,9 @@ const (
 // the connection).
 func (c *Client) frameCheck(ctx context.Context, name string, body []byte, open openKind, server int) (refused, lost error) {
 	h := make(map[string]string, fixedEntries)
-	d := outgoingDesc(ctx, name, c.opts.codec)
-	requestHeader(h, &d, "0")
+	var d callDesc
+	d.fromContext(ctx, name)
+	requestHeader(h, &d, "0", c.ctype)
 	if open != notOpen {
 		openHeader(h, c.opts.streamWindow, open == openReady)
 	}

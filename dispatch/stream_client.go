@@ -84,8 +84,9 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int, r
 	s.win.Header = map[string]string{rpcwire.Seq: seqText, rpcwire.Stream: rpcwire.StreamWindow}
 
 	h := make(map[string]string, fixedEntries)
-	d := outgoingDesc(ctx, name, cc.codec)
-	requestHeader(h, &d, seqText)
+	var d callDesc
+	d.fromContext(ctx, name)
+	requestHeader(h, &d, seqText, cc.ctype)
 	openHeader(h, window, ready)
 	if err := cc.writeOpen(ctx, &transport.Message{Header: h}); err != nil {
 		cc.mu.Lock()

@@ -10,13 +10,13 @@ import (
 )
 
 // requestHeader fills h with the headers of a request of the call d
-// describes, as the network sends them (receivedHeader.desc reads them
-// back). The shortcut builds the same headers to apply the same frame
-// limits.
-func requestHeader(h map[string]string, d *callDesc, seqText string) {
-	if !setRequestHeader(h, d, seqText) {
+// describes, its body encoded in the content type ctype, as the network
+// sends them (receivedHeader.desc reads them back). The shortcut builds
+// the same headers to apply the same frame limits.
+func requestHeader(h map[string]string, d *callDesc, seqText, ctype string) {
+	if !setRequestHeader(h, d, seqText, ctype) {
 		clear(h)
-		setRequestHeader(h, d, seqText)
+		setRequestHeader(h, d, seqText, ctype)
 	}
 }
 
@@ -34,11 +34,11 @@ const fixedEntries = len(requestKeys)
 
 // setRequestHeader sets a request's headers in h (headerFill) and reports
 // whether h holds no others.
-func setRequestHeader(h map[string]string, d *callDesc, seqText string) bool {
+func setRequestHeader(h map[string]string, d *callDesc, seqText, ctype string) bool {
 	f := headerFill{h: h}
 	f.set(rpcwire.ServiceMethod, d.name)
 	f.set(rpcwire.Seq, seqText)
-	if ctype := d.cdc.Name(); ctype != codec.Msgpack.Name() {
+	if ctype != codec.Msgpack.Name() {
 		f.set(rpcwire.ContentType, ctype) // absent means msgpack (WIRE.md)
 	}
 	if !d.deadline.IsZero() {

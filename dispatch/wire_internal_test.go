@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/rpcwire"
 )
 
@@ -66,17 +65,10 @@ func TestHeaderFill(t *testing.T) {
 // fillRequest fills h with the headers of a request of name made with ctx,
 // its body in the content type ctype, as a Client's connection does.
 func fillRequest(ctx context.Context, h map[string]string, name, seqText, ctype string) {
-	d := outgoingDesc(ctx, name, namedCodec{codec.Msgpack, ctype})
-	requestHeader(h, &d, seqText)
+	var d callDesc
+	d.fromContext(ctx, name)
+	requestHeader(h, &d, seqText, ctype)
 }
-
-// namedCodec is msgpack under another content type's name.
-type namedCodec struct {
-	codec.Codec
-	name string
-}
-
-func (c namedCodec) Name() string { return c.name }
 
 // TestReceivedHeader: readHeader answers every lookup, the metadata and the
 // sequence number as the map itself does, whether the map holds Seq and
