@@ -127,32 +127,23 @@ func (c *callCtx) extra() *callExtra {
 	return c.ext.Load()
 }
 
-// callInfo returns the CallInfo describe makes, made once per call.
-func (c *callCtx) callInfo(describe func() *CallInfo) *CallInfo {
+// callInfo returns the CallInfo of the call c describes, made once per call.
+func (c *callCtx) callInfo() *CallInfo {
 	e := c.extra()
 	if e == sealedEmpty {
-		return describe() // the call has ended: nothing more is kept
+		return c.info() // the call has ended: nothing more is kept
 	}
 	if ci := e.info.Load(); ci != nil {
 		return ci
 	}
-	e.info.CompareAndSwap(nil, describe())
+	e.info.CompareAndSwap(nil, c.info())
 	return e.info.Load()
-}
-
-// connInfo is what every call on one server connection shares of its
-// CallInfo, found once per connection.
-type connInfo struct {
-	path        Path
-	local, peer net.Addr
-	tls         *tls.ConnectionState
-	cred        *transport.PeerCred
 }
 
 // newConnInfo describes sock, accepted from a listener speaking wire (zero
 // for ServeSocket's sockets).
-func newConnInfo(sock transport.Socket, wire transport.Wire) *connInfo {
-	ci := &connInfo{path: pathOfWire(wire, sock), local: sock.LocalAddr(), peer: sock.RemoteAddr()}
+func newConnInfo(srv *Server, sock transport.Socket, wire transport.Wire) *connInfo {
+	ci := &connInfo{srv: srv, path: pathOfWire(wire, sock), local: sock.LocalAddr(), peer: sock.RemoteAddr()}
 	if tr, ok := sock.(transport.TLSReporter); ok {
 		if st, ok := tr.TLS(); ok {
 			ci.tls = &st

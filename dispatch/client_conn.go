@@ -297,7 +297,9 @@ func (cc *clientConn) send(ctx context.Context, seq uint64, name string, args an
 	if err != nil {
 		return err
 	}
-	requestHeader(ctx, cc.req.Header, name, rpcwire.FormatSeq(seq), cc.ctype)
+	var d callDesc
+	d.fromContext(ctx, name)
+	requestHeader(cc.req.Header, &d, rpcwire.FormatSeq(seq), cc.ctype)
 	cc.req.Body = body
 	if cc.batch != nil && len(body) <= maxBatchedBody {
 		// The request is copied into the socket's queue, and the send

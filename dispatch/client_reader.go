@@ -339,10 +339,3 @@ func (cc *clientConn) readOne(m *transport.Message) bool {
 	p.done <- struct{}{}
 	return true
 }
-
-// decodeReplyError words a reply that cannot be decoded, the same on every
-// path. It is not an *Error: the call succeeded, the caller's types are
-// wrong.
-func decodeReplyError(name string, err error) error {
-	return fmt.Errorf("dispatch: decoding reply of %s: %w", name, err)
-}

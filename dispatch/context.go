@@ -12,15 +12,17 @@ import (
 // the handler's context ends for the same reasons with the same error, and
 // carries the caller's metadata and no other value. It costs one allocation
 // with the call it belongs to; its Done channel is made only if asked for.
+// It takes the call's description, built once by the path the call came
+// by: its metadata, deadline and CallInfo are the handler's.
 type callCtx struct {
-	md Metadata
+	callDesc
 	// ext holds what only some calls use (CallInfo, reply metadata).
 	ext atomic.Pointer[callExtra]
 
 	mu     sync.Mutex
 	done   chan struct{} // made by the first Done
 	err    error
-	afters []*afterFunc
+	afters *afterFunc // AfterFunc's, a list (next): a word, not a slice's three
 	// hook, if set, is told once when the context ends (outside mu). An
 	// interface, not a func, so that setting it allocates nothing.
 	hook endHook
@@ -32,6 +34,7 @@ type endHook interface{ ended() }
 type afterFunc struct {
 	f       func()
 	stopped bool
+	next    *afterFunc
 }
 
 var closedChan = func() chan struct{} {
@@ -52,7 +55,7 @@ func (c *callCtx) cancel(err error) {
 
 // cancelLocked records err; the caller runs c.after with the results once
 // it has released c.mu.
-func (c *callCtx) cancelLocked(err error) ([]*afterFunc, endHook, bool) {
+func (c *callCtx) cancelLocked(err error) (*afterFunc, endHook, bool) {
 	if c.err != nil {
 		return nil, nil, false
 	}
@@ -62,17 +65,17 @@ func (c *callCtx) cancelLocked(err error) ([]*afterFunc, endHook, bool) {
 	}
 	afters := c.afters
 	c.afters = nil
-	for _, a := range afters {
+	for a := afters; a != nil; a = a.next {
 		a.stopped = true
 	}
 	return afters, c.hook, true
 }
 
-func (c *callCtx) after(afters []*afterFunc, hook endHook) {
+func (c *callCtx) after(afters *afterFunc, hook endHook) {
 	if hook != nil {
 		hook.ended()
 	}
-	for _, a := range afters {
+	for a := afters; a != nil; a = a.next {
 		go a.f()
 	}
 }
@@ -103,10 +106,11 @@ func (c *callCtx) Err() error {
 	return c.err
 }
 
-// Value returns the caller's metadata, which MetadataFrom copies so that
-// it stays as the caller sent it, and the call itself
-// for SetReplyMetadata, and nothing else; serverCall and shortcutCtx add
-// the call's CallInfo and its Server.
+// Value is the Value of a handler's context, on every path: the caller's
+// metadata, which MetadataFrom copies so that it stays as the caller sent
+// it; the call itself for SetReplyMetadata; the call's CallInfo (made from
+// its description on first use) and its Server, for ShuttingDown; and
+// nothing else.
 func (c *callCtx) Value(key any) any {
 	switch key.(type) {
 	case incomingKey:
@@ -115,22 +119,18 @@ func (c *callCtx) Value(key any) any {
 		}
 	case replyHolderKey:
 		return c
+	case callInfoKey:
+		return c.callInfo()
+	case serverKey:
+		return c.peer.srv
 	}
 	return nil
 }
 
-// handlerValue is the Value of a handler's context, on every path: the
-// call's CallInfo (made by describe on first use) and its Server, for
-// ShuttingDown, beside callCtx's own values.
-func (c *callCtx) handlerValue(key any, describe func() *CallInfo, srv *Server) any {
-	switch key.(type) {
-	case callInfoKey:
-		return c.callInfo(describe)
-	case serverKey:
-		return srv
-	}
-	return c.Value(key)
-}
+// Deadline is the caller's, as the call's description says: what the
+// network's Timeout carried, the shortcut's or a foreign protocol's
+// context's, none through a net/rpc codec.
+func (c *callCtx) Deadline() (time.Time, bool) { return c.deadlineOf() }
 
 // AfterFunc lets contexts derived from this one follow its cancellation
 // without a goroutine each (the context package looks for this method).
@@ -141,8 +141,8 @@ func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 		go f()
 		return func() bool { return false }
 	}
-	a := &afterFunc{f: f}
-	c.afters = append(c.afters, a)
+	a := &afterFunc{f: f, next: c.afters}
+	c.afters = a
 	return func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -150,9 +150,9 @@ func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 			return false
 		}
 		a.stopped = true
-		for i, x := range c.afters {
-			if x == a {
-				c.afters = append(c.afters[:i], c.afters[i+1:]...)
+		for p := &c.afters; *p != nil; p = &(*p).next {
+			if *p == a {
+				*p = a.next
 				break
 			}
 		}
@@ -169,36 +169,18 @@ type shortcutCtx struct {
 	parent  context.Context
 	client  *Client
 	watched bool        // registered with client and srv for their Close
-	direct  bool        // the call lends the caller's values (PathShortcutDirect)
 	stop    func() bool // ends the watch on parent
-	ent     *entry      // the registration the Client reached the Server through
-	m       *method     // the method called
 }
-
-// Value adds the call's CallInfo and its Server (ShuttingDown) to
-// callCtx's values.
-func (c *shortcutCtx) Value(key any) any { return c.handlerValue(key, c.describe, c.ent.srv) }
-
-// describe is the CallInfo of a shortcut call, as its handler sees it.
-func (c *shortcutCtx) describe() *CallInfo {
-	path := PathShortcutCopy
-	if c.direct {
-		path = PathShortcutDirect
-	}
-	return &CallInfo{Method: c.m.name, Path: path, LocalAddr: c.ent.addr, RemoteAddr: ShortcutAddr}
-}
-
-func (c *shortcutCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 // check ends the context if something it follows has ended; c.mu is held.
-func (c *shortcutCtx) checkLocked() ([]*afterFunc, endHook, bool) {
+func (c *shortcutCtx) checkLocked() (*afterFunc, endHook, bool) {
 	if c.err != nil {
 		return nil, nil, false
 	}
 	if err := c.parent.Err(); err != nil {
 		return c.cancelLocked(err)
 	}
-	if c.client.closed.IsSet() || c.ent.srv.stopped.IsSet() {
+	if c.client.closed.IsSet() || c.peer.srv.stopped.IsSet() {
 		return c.cancelLocked(context.Canceled)
 	}
 	return nil, nil, false
@@ -235,9 +217,9 @@ func (c *shortcutCtx) Done() <-chan struct{} {
 	}
 	if first {
 		c.client.watch(c)
-		c.ent.srv.watch(c)
+		c.peer.srv.watch(c)
 		// Either may have stopped while we registered.
-		if c.client.closed.IsSet() || c.ent.srv.stopped.IsSet() {
+		if c.client.closed.IsSet() || c.peer.srv.stopped.IsSet() {
 			c.cancel(context.Canceled)
 		}
 		// The context may have ended meanwhile, and ended's unwatch run
@@ -247,7 +229,7 @@ func (c *shortcutCtx) Done() <-chan struct{} {
 		c.mu.Unlock()
 		if over {
 			c.client.unwatch(c)
-			c.ent.srv.unwatch(c)
+			c.peer.srv.unwatch(c)
 		}
 	}
 	return ch
@@ -256,7 +238,7 @@ func (c *shortcutCtx) Done() <-chan struct{} {
 // finish ends the context when the call returns.
 func (c *shortcutCtx) finish() {
 	c.mu.Lock()
-	if c.done == nil && c.err == nil && len(c.afters) == 0 && !c.watched {
+	if c.done == nil && c.err == nil && c.afters == nil && !c.watched {
 		// Nobody asked for Done or derived a context: nothing to tell.
 		c.err = context.Canceled
 		c.mu.Unlock()
@@ -276,7 +258,7 @@ func (c *shortcutCtx) ended() {
 	}
 	if watched {
 		c.client.unwatch(c)
-		c.ent.srv.unwatch(c)
+		c.peer.srv.unwatch(c)
 	}
 }
 

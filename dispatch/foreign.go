@@ -5,11 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"maps"
 	"reflect"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/internal/flow"
@@ -17,7 +15,7 @@ import (
 
 // Calls of protocols that live outside this package (httpzerodial's HTTP,
 // say): the exported side of the seam protocol.go describes. A protocol
-// reads a call in its own format, describes it (CallInfo, Metadata) and
+// reads a call in its own format, describes it (IncomingCall) and
 // hands it to Invoke or InvokeStream, which take it through the same core
 // as every other path — the gate, the router and the shape rule, the
 // interceptor chains, the panic rule and the error words — and then
@@ -75,30 +73,43 @@ func (m *method) info() MethodInfo {
 // caller would see fail is the protocol's, which the Server cannot close.
 var errStoppedForeign = &Error{Code: CodeUnavailable, Message: "dispatch: server closed while the call was in flight"}
 
+// IncomingCall describes a call, or a stream, that a protocol of another
+// package read, for Invoke and InvokeStream: what the handler and the
+// interceptors are told of it, beside the deadline of the protocol's
+// context. A field added to it later leaves every caller as it is.
+type IncomingCall struct {
+	// Info is the CallInfo the handler and the interceptors see
+	// (CallInfoFrom): the method called, Info.Method, and where the call
+	// came from; its Path says the protocol (PathHTTP).
+	Info CallInfo
+	// Metadata is the caller's (MetadataFrom), nil when it sent none. It
+	// is copied: the protocol may reuse its map.
+	Metadata Metadata
+}
+
 // Invoke runs a unary call that a protocol of another package read: the
-// call of info.Method, with the caller's metadata md, the handler's
-// context ending when ctx ends. info is the CallInfo the handler and the
-// interceptors see (CallInfoFrom); its Path says the protocol (PathHTTP).
-// decode is given a pointer to new arguments, of the method's Args type,
-// to decode the request into (nil decode leaves them zero); an error from
-// it refuses the call with CodeInvalidArgument (or, when it is an *Error,
-// with its code) before the handler runs.
+// call of call.Info.Method, with the caller's metadata call.Metadata, the
+// handler's context ending when ctx ends. decode is given a pointer to new
+// arguments, of the method's Args type, to decode the request into (nil
+// decode leaves them zero); an error from it refuses the call with
+// CodeInvalidArgument (or, when it is an *Error, with its code) before the
+// handler runs.
 //
 // The call is refused with CodeUnavailable once the Server's Shutdown or
 // Close has begun, and with ctx's error when ctx has ended; a call in
 // flight holds Shutdown until it returns. The handler runs on a Server
 // worker, under the panic rule, with a context that carries ctx's
-// deadline, md (MetadataFrom), info and the Server (ShuttingDown), and
-// that ends when ctx ends, when the call returns, or when the Server
-// closes (Close). Invoke returns when the handler does, or as soon as ctx
-// ends or the Server closes, with that error: the handler may then go on,
-// with values the protocol never sees again.
+// deadline, call.Metadata (MetadataFrom), call.Info and the Server
+// (ShuttingDown), and that ends when ctx ends, when the call returns, or
+// when the Server closes (Close). Invoke returns when the handler does, or
+// as soon as ctx ends or the Server closes, with that error: the handler
+// may then go on, with values the protocol never sees again.
 //
 // It returns the reply, a pointer of the method's Reply type, and the
 // reply metadata the handler set (SetReplyMetadata), even with an error;
 // err is nil or an *Error, in the words every path uses.
-func (s *Server) Invoke(ctx context.Context, info CallInfo, md Metadata, decode func(args any) error) (reply any, replyMD Metadata, err error) {
-	c, e := s.admitForeign(ctx, info, md, false)
+func (s *Server) Invoke(ctx context.Context, call IncomingCall, decode func(args any) error) (reply any, replyMD Metadata, err error) {
+	c, e := s.admitForeign(ctx, call, false)
 	if e != nil {
 		return nil, nil, e
 	}
@@ -150,7 +161,7 @@ type IncomingStream interface {
 }
 
 // InvokeStream runs a stream that a protocol of another package opened:
-// the stream of info.Method, whose messages go through end, under the
+// the stream of call.Info.Method, whose messages go through end, under the
 // rules of Invoke (admission, CallInfo, metadata, the handler's context
 // and its end) and those of every stream (the stream interceptors, the
 // panic rule). It returns once the handler has returned — after ending
@@ -158,8 +169,8 @@ type IncomingStream interface {
 // used afterwards, with what ends the stream: the handler's error (nil, or
 // an *Error) and its reply metadata, for the protocol to send as the
 // stream's end. When ctx ended first, the error is ctx's.
-func (s *Server) InvokeStream(ctx context.Context, info CallInfo, md Metadata, end IncomingStream) (replyMD Metadata, err error) {
-	c, e := s.admitForeign(ctx, info, md, true)
+func (s *Server) InvokeStream(ctx context.Context, call IncomingCall, end IncomingStream) (replyMD Metadata, err error) {
+	c, e := s.admitForeign(ctx, call, true)
 	if e != nil {
 		return nil, e
 	}
@@ -186,27 +197,26 @@ func (s *Server) InvokeStream(ctx context.Context, info CallInfo, md Metadata, e
 	return c.md, errOf(c.e)
 }
 
-// admitForeign enters the gate and routes the call of info.Method, or
+// admitForeign enters the gate and routes the call of call.Info.Method, or
 // returns why not; the caller leaves the gate when the call fails before
-// its handler is started, and serveIncoming leaves it otherwise.
-func (s *Server) admitForeign(ctx context.Context, info CallInfo, md Metadata, stream bool) (*foreignCall, *Error) {
+// its handler is started, and serveIncoming leaves it otherwise. The
+// handler's context takes the call's description: call, and ctx's
+// deadline.
+func (s *Server) admitForeign(ctx context.Context, call IncomingCall, stream bool) (*foreignCall, *Error) {
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx)
 	}
 	if !s.gate.enter() {
 		return nil, errShuttingDown
 	}
-	m, e := s.route(info.Method, stream)
+	m, e := s.route(call.Info.Method, stream)
 	if e != nil {
 		s.gate.leave()
 		return nil, e
 	}
-	if len(md) == 0 {
-		md = nil // as the network delivers it
-	} else {
-		md = maps.Clone(md) // the protocol's map is its own
-	}
-	return &foreignCall{callCtx: callCtx{md: md}, srv: s, parent: ctx, info: info, m: m, done: make(chan struct{})}, nil
+	c := &foreignCall{srv: s, parent: ctx, m: m, done: make(chan struct{})}
+	c.callDesc = incomingDesc(ctx, call, s, &c.from)
+	return c, nil
 }
 
 // decode has the protocol decode the call's arguments; on failure, or if
@@ -228,16 +238,6 @@ func (c *foreignCall) decode(decode func(args any) error) (e *Error) {
 	return nil
 }
 
-// decodeError is the refusal of a call whose arguments the protocol could
-// not decode: its *Error as is, anything else in decodeArgs's words.
-func decodeError(name string, err error) *Error {
-	var e *Error
-	if errors.As(err, &e) && e != nil {
-		return &Error{Code: e.Code, Message: e.Message}
-	}
-	return argsError(name, err)
-}
-
 // StrictDecoding reports whether the Server was made WithStrictDecoding,
 // for a protocol that decodes arguments itself (httpzerodial): it then
 // refuses a field the arguments' type does not have, as every path does.
@@ -250,7 +250,7 @@ type foreignCall struct {
 	callCtx
 	srv         *Server
 	parent      context.Context
-	info        CallInfo
+	from        connInfo // where the call came from, as the protocol said (IncomingCall.Info)
 	m           *method
 	args, reply any
 	stream      *foreignEnd // nil for a unary call
@@ -290,17 +290,6 @@ func (c *foreignCall) answer(e *Error) {
 	c.cancel(context.Canceled)
 	close(c.done)
 }
-
-// Value adds the call's CallInfo and its Server (ShuttingDown) to
-// callCtx's values.
-func (c *foreignCall) Value(key any) any { return c.handlerValue(key, c.describe, c.srv) }
-
-func (c *foreignCall) describe() *CallInfo {
-	ci := c.info
-	return &ci
-}
-
-func (c *foreignCall) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 func (c *foreignCall) String() string { return "dispatch.foreignCall" }
 

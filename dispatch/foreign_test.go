@@ -40,6 +40,12 @@ func foreignInfo(method string) dispatch.CallInfo {
 	return dispatch.CallInfo{Method: method, Path: dispatch.PathHTTP, RemoteAddr: httpPeer, LocalAddr: httpLocal}
 }
 
+// incoming describes a call of method that a protocol read, with the
+// caller's metadata md.
+func incoming(method string, md dispatch.Metadata) dispatch.IncomingCall {
+	return dispatch.IncomingCall{Info: foreignInfo(method), Metadata: md}
+}
+
 // foreignServer returns a Server that is closed when the test ends, which
 // ends its workers.
 func foreignServer(t *testing.T, opts ...dispatch.ServerOption) *dispatch.Server {
@@ -98,7 +104,7 @@ func TestForeignInvoke(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	md := dispatch.Metadata{"trace": "t1"}
-	reply, replyMD, err := srv.Invoke(ctx, foreignInfo("Calc.Add"), md, decodeJSON(`{"A":2,"B":3}`))
+	reply, replyMD, err := srv.Invoke(ctx, incoming("Calc.Add", md), decodeJSON(`{"A":2,"B":3}`))
 	require.NoError(t, err)
 	assert.Equal(t, 5, *reply.(*int))
 	assert.Equal(t, dispatch.Metadata{"answered-by": "calc"}, replyMD)
@@ -109,7 +115,7 @@ func TestForeignInvoke(t *testing.T) {
 
 	// Registered by reflection, with no context: the same.
 	require.NoError(t, srv.RegisterName("Arith", ForeignArith{}))
-	reply, replyMD, err = srv.Invoke(context.Background(), foreignInfo("Arith.Add"), nil, decodeJSON(`{"A":1,"B":1}`))
+	reply, replyMD, err = srv.Invoke(context.Background(), incoming("Arith.Add", nil), decodeJSON(`{"A":1,"B":1}`))
 	require.NoError(t, err)
 	assert.Equal(t, 2, *reply.(*int))
 	assert.Nil(t, replyMD)
@@ -147,7 +153,7 @@ func TestForeignInvokeRefusals(t *testing.T) {
 		{"goexit", "Arith.Exit", decodeJSON(`{}`), dispatch.CodeInternal, "dispatch: handler of Arith.Exit ended its goroutine (runtime.Goexit)", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reply, md, err := srv.Invoke(context.Background(), foreignInfo(tc.method), nil, tc.decode)
+			reply, md, err := srv.Invoke(context.Background(), incoming(tc.method, nil), tc.decode)
 			assert.Nil(t, reply)
 			assert.Equal(t, tc.md, md)
 			var e *dispatch.Error
@@ -160,19 +166,19 @@ func TestForeignInvokeRefusals(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := srv.Invoke(ctx, foreignInfo("Arith.Add"), nil, noDecode)
+	_, _, err := srv.Invoke(ctx, incoming("Arith.Add", nil), noDecode)
 	assert.Equal(t, dispatch.CodeCanceled, codeOf(err), "a call whose context has ended is refused")
 	assert.False(t, ran)
 
 	// No decode: zero arguments.
-	reply, _, err := srv.Invoke(context.Background(), foreignInfo("Arith.Add"), nil, nil)
+	reply, _, err := srv.Invoke(context.Background(), incoming("Arith.Add", nil), nil)
 	require.NoError(t, err)
 	assert.Equal(t, 0, *reply.(*int))
 
 	// A decode that panics is the protocol's panic, and the call it
 	// admitted leaves: Shutdown does not wait for it.
 	assert.PanicsWithValue(t, "decoder bug", func() {
-		srv.Invoke(context.Background(), foreignInfo("Arith.Add"), nil, func(any) error { panic("decoder bug") })
+		srv.Invoke(context.Background(), incoming("Arith.Add", nil), func(any) error { panic("decoder bug") })
 	})
 	shutCtx, shutCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer shutCancel()
@@ -210,7 +216,7 @@ func TestForeignInvokeContextEnds(t *testing.T) {
 	require.NoError(t, dispatch.Handle(srv, "Slow.Call", b.handle))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, _, err := srv.Invoke(ctx, foreignInfo("Slow.Call"), nil, decodeJSON(`{}`))
+	_, _, err := srv.Invoke(ctx, incoming("Slow.Call", nil), decodeJSON(`{}`))
 	assert.Equal(t, dispatch.CodeDeadlineExceeded, codeOf(err))
 	assert.ErrorIs(t, recv(t, b.ended, 5*time.Second, "the handler's end"), context.DeadlineExceeded)
 	require.NoError(t, srv.Shutdown(context.Background()))
@@ -226,7 +232,7 @@ func TestForeignInvokeShutdown(t *testing.T) {
 	}
 	inflight := make(chan result, 1)
 	go func() {
-		reply, _, err := srv.Invoke(context.Background(), foreignInfo("Slow.Call"), nil, decodeJSON(`{}`))
+		reply, _, err := srv.Invoke(context.Background(), incoming("Slow.Call", nil), decodeJSON(`{}`))
 		inflight <- result{reply, err}
 	}()
 	recv(t, b.started, 5*time.Second, "the handler's start")
@@ -237,7 +243,7 @@ func TestForeignInvokeShutdown(t *testing.T) {
 	recv(t, began, 5*time.Second, "Shutdown's start")
 	// Once Shutdown has begun, new calls are refused; the one in flight
 	// holds Shutdown.
-	_, _, err := srv.Invoke(context.Background(), foreignInfo("Slow.Call"), nil, decodeJSON(`{}`))
+	_, _, err := srv.Invoke(context.Background(), incoming("Slow.Call", nil), decodeJSON(`{}`))
 	assert.Equal(t, dispatch.CodeUnavailable, codeOf(err))
 	quiet(t, shut, "Shutdown while a call is in flight")
 	close(b.release)
@@ -254,7 +260,7 @@ func TestForeignInvokeClose(t *testing.T) {
 	require.NoError(t, dispatch.Handle(srv, "Slow.Call", b.handle))
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := srv.Invoke(context.Background(), foreignInfo("Slow.Call"), nil, decodeJSON(`{}`))
+		_, _, err := srv.Invoke(context.Background(), incoming("Slow.Call", nil), decodeJSON(`{}`))
 		done <- err
 	}()
 	recv(t, b.started, 5*time.Second, "the handler's start")
@@ -326,13 +332,13 @@ func TestForeignInvokeStreamReady(t *testing.T) {
 	want := map[string][]string{"Ready.Twice": {"[]"}, "Ready.BeforeSends": {"[]"}}
 	for name := range want {
 		end := &sliceStream{}
-		_, err := srv.InvokeStream(context.Background(), foreignInfo(name), nil, end)
+		_, err := srv.InvokeStream(context.Background(), incoming(name, nil), end)
 		require.NoError(t, err)
 		assert.Equal(t, want[name], end.ready, name)
 	}
 	for _, name := range []string{"Ready.AfterSend", "Ready.Never", "Ready.Empty"} {
 		end := &sliceStream{}
-		_, err := srv.InvokeStream(context.Background(), foreignInfo(name), nil, end)
+		_, err := srv.InvokeStream(context.Background(), incoming(name, nil), end)
 		require.NoError(t, err)
 		assert.Empty(t, end.ready, name)
 	}
@@ -345,7 +351,7 @@ func TestForeignInvokeStreamReady(t *testing.T) {
 		return nil
 	}))
 	end := &sliceStream{}
-	_, err := srv.InvokeStream(context.Background(), foreignInfo("Ready.Late"), nil, end)
+	_, err := srv.InvokeStream(context.Background(), incoming("Ready.Late", nil), end)
 	require.NoError(t, err)
 	(<-late).Ready()
 	assert.Empty(t, end.ready)
@@ -375,29 +381,29 @@ func TestForeignInvokeStream(t *testing.T) {
 	}))
 
 	end := &sliceStream{in: []string{`{"A":1,"B":2}`, `{"B":5}`}}
-	replyMD, err := srv.InvokeStream(context.Background(), foreignInfo("Sum.Each"), dispatch.Metadata{"k": "v"}, end)
+	replyMD, err := srv.InvokeStream(context.Background(), incoming("Sum.Each", dispatch.Metadata{"k": "v"}), end)
 	require.NoError(t, err)
 	assert.Equal(t, []int{3, 5}, end.out, "each message decoded into a zero value")
 	assert.Equal(t, dispatch.Metadata{"count": "done"}, replyMD)
 	assert.Equal(t, dispatch.Metadata{"k": "v"}, md)
 
 	end = &sliceStream{in: []string{`{"A":-1}`}}
-	_, err = srv.InvokeStream(context.Background(), foreignInfo("Sum.Each"), nil, end)
+	_, err = srv.InvokeStream(context.Background(), incoming("Sum.Each", nil), end)
 	assert.Equal(t, dispatch.CodeOutOfRange, codeOf(err))
 
 	end = &sliceStream{in: []string{`{"A":`}}
-	_, err = srv.InvokeStream(context.Background(), foreignInfo("Sum.Each"), nil, end)
+	_, err = srv.InvokeStream(context.Background(), incoming("Sum.Each", nil), end)
 	assert.Equal(t, dispatch.CodeInvalidArgument, codeOf(err))
 	assert.Contains(t, err.Error(), "dispatch: decoding a message of Sum.Each: ")
 
 	end = &sliceStream{fail: &dispatch.Error{Code: dispatch.CodeResourceExhausted, Message: "message too large"}}
-	_, err = srv.InvokeStream(context.Background(), foreignInfo("Sum.Each"), nil, end)
+	_, err = srv.InvokeStream(context.Background(), incoming("Sum.Each", nil), end)
 	assert.Equal(t, dispatch.CodeResourceExhausted, codeOf(err), "the protocol's *Error keeps its code")
 
-	_, err = srv.InvokeStream(context.Background(), foreignInfo("Sum.Nope"), nil, &sliceStream{})
+	_, err = srv.InvokeStream(context.Background(), incoming("Sum.Nope", nil), &sliceStream{})
 	assert.Equal(t, dispatch.CodeNotFound, codeOf(err))
 	require.NoError(t, srv.RegisterName("Arith", ForeignArith{}))
-	_, err = srv.InvokeStream(context.Background(), foreignInfo("Arith.Add"), nil, &sliceStream{})
+	_, err = srv.InvokeStream(context.Background(), incoming("Arith.Add", nil), &sliceStream{})
 	assert.Equal(t, dispatch.CodeInvalidArgument, codeOf(err), "a unary method is not a stream")
 
 	assert.Equal(t, []string{"Sum.Each http <nil>", "Sum.Each http negative", "Sum.Each http dispatch: decoding a message of Sum.Each: unexpected end of JSON input", "Sum.Each http message too large"}, ends)
@@ -431,7 +437,7 @@ func TestForeignInvokeStreamContextEnds(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := srv.InvokeStream(ctx, foreignInfo("Wait.Forever"), nil, blockingStream{ctx})
+	_, err := srv.InvokeStream(ctx, incoming("Wait.Forever", nil), blockingStream{ctx})
 	assert.Equal(t, dispatch.CodeDeadlineExceeded, codeOf(err))
 	// InvokeStream returned only after the handler: its end is no longer used.
 	select {
@@ -455,7 +461,7 @@ func TestForeignInvokeStreamReceiveEndsWithContext(t *testing.T) {
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-	_, err := srv.InvokeStream(ctx, foreignInfo("Wait.Recv"), nil, blockingStream{ctx})
+	_, err := srv.InvokeStream(ctx, incoming("Wait.Recv", nil), blockingStream{ctx})
 	assert.Equal(t, dispatch.CodeCanceled, codeOf(err))
 	require.NoError(t, srv.Shutdown(context.Background()))
 }

@@ -7,8 +7,6 @@ import (
 	"go/token"
 	"reflect"
 	"strings"
-
-	"github.com/zerodial/transport/internal/clone"
 )
 
 // Handler is one step of a call: the method itself, or the rest of the
@@ -54,28 +52,6 @@ type method struct {
 	// stream is set for a streaming method (HandleStream), which has none
 	// of the unary fields above but name, takesCtx and borrows.
 	stream *streamMethod
-}
-
-// planArgs marks m as borrowing and sets m.copyArgs for arguments of type a.
-// A type that cannot be deep-copied is refused: a direct call would lend
-// such arguments when its context cannot end and have to encode them when
-// it can, and the handler would see the difference.
-func (m *method) planArgs(a reflect.Type, flatCopy func(dst, src any)) error {
-	plan, err := clone.For(a)
-	if err != nil {
-		return fmt.Errorf("dispatch: Borrows: the arguments of %s cannot be deep-copied, as a direct call "+
-			"that may return before its handler must copy them (%w); register %s without Borrows", m.name, err, m.name)
-	}
-	m.borrows = true
-	switch {
-	case plan.Flat():
-		m.copyArgs = func(dst, src any) error { flatCopy(dst, src); return nil }
-	default:
-		m.copyArgs = func(dst, src any) error {
-			return plan.Copy(reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem())
-		}
-	}
-	return nil
 }
 
 var (

@@ -42,6 +42,18 @@ type entry struct {
 	// never gets in-process what a tcp listener, or a TLS one, would
 	// refuse it on the network.
 	wire transport.Wire
+	// copyPeer and directPeer are where a shortcut call comes from, as its
+	// handler's CallInfo says, in each mode.
+	copyPeer, directPeer connInfo
+}
+
+// peer describes where a shortcut call taking path comes from: the calling
+// process (ShortcutAddr), to the listener's address, with no TLS.
+func (e *entry) peer(path Path) *connInfo {
+	if path == PathShortcutDirect {
+		return &e.directPeer
+	}
+	return &e.copyPeer
 }
 
 func (e *entry) live() bool { return e != nil && (e.closed == nil || !e.closed.Closed()) }
@@ -114,6 +126,8 @@ func (r *registry) lookupCached(k regKey, w transport.Wire, cache *atomic.Pointe
 // (localhost:P, say) taken by another live listener is left to it.
 func (r *registry) add(l transport.Listener, srv *Server) (remove func()) {
 	e := &entry{srv: srv, addr: l.Addr(), wire: wireOf(l)}
+	e.copyPeer = connInfo{srv: srv, path: PathShortcutCopy, local: e.addr, peer: ShortcutAddr}
+	e.directPeer = connInfo{srv: srv, path: PathShortcutDirect, local: e.addr, peer: ShortcutAddr}
 	if e.wire.Protocol == "" {
 		// A listener that does not say what it speaks is reached by no
 		// client (Wire.Accepts), so it gets no entry — which would only

@@ -145,35 +145,6 @@ func (s *Server) codecFor(contentType string) (codec.Codec, *Error) {
 	return nil, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("dispatch: unsupported content type %q", contentType)}
 }
 
-// decodeArgs and encodeError word their failures the same on every path:
-// the codec's words, which for msgpack name the field that does not fit
-// (codec.FieldError). strict is the Server's WithStrictDecoding.
-func decodeArgs(c codec.Codec, strict bool, m *method, body []byte, args any) *Error {
-	if len(body) == 0 {
-		return nil // nil arguments: the handler gets zero ones (encodeArgs)
-	}
-	var err error
-	if su, ok := c.(codec.StrictUnmarshaler); strict && ok {
-		err = su.UnmarshalStrict(body, args)
-	} else {
-		err = c.Unmarshal(body, args)
-	}
-	if err != nil {
-		return argsError(m.name, err)
-	}
-	return nil
-}
-
-// argsError is the refusal of arguments that cannot be decoded, in the
-// words of every path.
-func argsError(name string, err error) *Error {
-	return &Error{Code: CodeInvalidArgument, Message: "dispatch: decoding arguments of " + name + ": " + err.Error()}
-}
-
-func encodeError(name string, err error) *Error {
-	return &Error{Code: CodeInternal, Message: fmt.Sprintf("dispatch: encoding reply of %s: %v", name, err)}
-}
-
 // invokeStream runs a stream's handler under the panic rule. Every path but
 // CallStream's fast one calls it.
 func (s *Server) invokeStream(ctx context.Context, m *method, end handlerEnd) (e *Error) {

@@ -25,7 +25,6 @@ type serverCall struct {
 	cdc     codec.Codec
 	seq     uint64
 	seqText string
-	name    string
 	size    int64 // the request's body, counted in the connection's bytes
 	// stream is the handler's side of a stream; nil for a unary call.
 	stream *serverStream
@@ -33,25 +32,12 @@ type serverCall struct {
 	// reads on once it is answered (runInline).
 	inline bool
 
-	deadline    time.Time
-	hasDeadline bool
-	timer       *time.Timer
+	timer *time.Timer
 }
 
-// Value adds the call's CallInfo and its Server (ShuttingDown) to
-// callCtx's values.
-func (c *serverCall) Value(key any) any { return c.handlerValue(key, c.describe, c.conn.srv) }
-
-// describe is the CallInfo of a network call, as its handler sees it.
-func (c *serverCall) describe() *CallInfo {
-	ci := c.conn.connInfo()
-	return &CallInfo{Method: c.name, Path: ci.path, LocalAddr: ci.local, RemoteAddr: ci.peer, TLS: ci.tls, PeerCred: ci.cred}
-}
-
-// setDeadline starts the timer that ends the call at d.
+// setDeadline starts the timer that ends the call at its deadline, d from
+// when its request was read (receivedHeader.desc).
 func (c *serverCall) setDeadline(d time.Duration) {
-	c.deadline = time.Now().Add(d)
-	c.hasDeadline = true
 	if d <= 0 {
 		c.cancel(context.DeadlineExceeded)
 		return
@@ -67,8 +53,6 @@ func (c *serverCall) setDeadline(d time.Duration) {
 
 // ended stops the deadline's timer.
 func (c *serverCall) ended() { c.timer.Stop() }
-
-func (c *serverCall) Deadline() (time.Time, bool) { return c.deadline, c.hasDeadline }
 
 func (c *serverCall) String() string { return "dispatch.serverCall" }
 

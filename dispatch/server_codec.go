@@ -9,7 +9,6 @@ import (
 	"net/rpc"
 	"strconv"
 	"sync"
-	"time"
 )
 
 // PathNetRPC is the Path of a call that goes through a net/rpc codec: on
@@ -97,6 +96,7 @@ func (s *Server) serveCodec(codec rpc.ServerCodec, lc *limitedConn) {
 		// The codec has no addresses, or cannot see them under lc.
 		c.local, c.remote = a.LocalAddr(), a.RemoteAddr()
 	}
+	c.peer = connInfo{srv: s, path: PathNetRPC, local: c.local, peer: c.remote}
 	if !s.trackConn(c) {
 		codec.Close()
 		return
@@ -132,6 +132,7 @@ type codecConn struct {
 	srv           *Server
 	codec         rpc.ServerCodec
 	local, remote net.Addr
+	peer          connInfo // what its calls' CallInfo says of it
 	// limits is the connection under codec when ServeConn serves it, with
 	// the wire's limits on it; nil for ServeCodec, whose methods on it do
 	// nothing.
@@ -221,7 +222,7 @@ func (c *codecConn) start(req *rpc.Request, m *method, args, reply any) (*codecC
 	if !c.srv.gate.enter() {
 		return nil, errShuttingDown
 	}
-	call := &codecCall{conn: c, meth: m, name: req.ServiceMethod, seq: req.Seq, args: args, reply: reply}
+	call := &codecCall{callCtx: callCtx{callDesc: callDesc{name: req.ServiceMethod, peer: &c.peer}}, conn: c, meth: m, seq: req.Seq, args: args, reply: reply}
 	c.mu.Lock()
 	if limit := c.srv.opts.maxConnCalls; len(c.calls) >= limit {
 		c.mu.Unlock()
@@ -322,12 +323,12 @@ func (c *codecConn) close() {
 }
 
 // codecCall is a call read through a net/rpc codec, and its handler's
-// context: as serverCall, with no deadline and no metadata.
+// context: as serverCall, with no deadline and no metadata (its
+// description has only the method and the connection).
 type codecCall struct {
 	callCtx
 	conn        *codecConn
 	meth        *method
-	name        string
 	seq         uint64
 	args, reply any
 	size        int64 // the bytes of its request, in ServeConn's count of the bytes in flight
@@ -344,15 +345,5 @@ func (c *codecCall) answer(e *Error) {
 	c.conn.respond(&rpc.Request{ServiceMethod: c.name, Seq: c.seq}, c.reply, e)
 	c.conn.finish(c)
 }
-
-// Value adds the call's CallInfo and its Server (ShuttingDown) to
-// callCtx's values.
-func (c *codecCall) Value(key any) any { return c.handlerValue(key, c.describe, c.conn.srv) }
-
-func (c *codecCall) describe() *CallInfo {
-	return &CallInfo{Method: c.name, Path: PathNetRPC, LocalAddr: c.conn.local, RemoteAddr: c.conn.remote}
-}
-
-func (c *codecCall) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 func (c *codecCall) String() string { return "dispatch.codecCall" }

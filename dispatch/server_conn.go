@@ -149,7 +149,7 @@ func (c *serverConn) connInfo() *connInfo {
 	if ci := c.info.Load(); ci != nil {
 		return ci
 	}
-	c.info.CompareAndSwap(nil, newConnInfo(c.sock, c.wire))
+	c.info.CompareAndSwap(nil, newConnInfo(c.srv, c.sock, c.wire))
 	return c.info.Load()
 }
 
@@ -307,16 +307,15 @@ func (c *serverConn) start(m *transport.Message, rh *receivedHeader, seq uint64,
 		return nil
 	}
 
-	md := rh.metadata()
-	call := &serverCall{callCtx: callCtx{md: md}, conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText, name: name}
-	if t, ok := rh.get(rpcwire.Timeout); ok {
-		d, err := rpcwire.ParseTimeout(t)
-		if err != nil {
-			c.refuse(open, seqText, name, &Error{Code: CodeInvalidArgument, Message: "dispatch: ill-formed Timeout " + strconv.Quote(t)})
-			c.srv.gate.leave()
-			return nil
-		}
-		call.setDeadline(d)
+	d, timeout, e := rh.desc(c.connInfo())
+	if e != nil {
+		c.refuse(open, seqText, name, e)
+		c.srv.gate.leave()
+		return nil
+	}
+	call := &serverCall{callCtx: callCtx{callDesc: d}, conn: c, meth: meth, args: args, reply: reply, cdc: cdc, seq: seq, seqText: seqText}
+	if !d.deadline.IsZero() {
+		call.setDeadline(timeout)
 	}
 	if open {
 		call.stream = newServerStream(call, window, rh.has(rpcwire.Ready))

@@ -60,9 +60,7 @@ func (c *serverConn) sendReply(seqText, name string, cdc codec.Codec, reply any,
 	}()
 	body := r.buf[:0]
 	if e == nil {
-		var err error
-		if body, err = appendMarshal(cdc, body, reply); err != nil {
-			e = encodeError(name, err)
+		if body, e = encodeReply(cdc, body, name, reply); e != nil {
 			body = body[:0]
 		}
 	}
@@ -115,17 +113,4 @@ func (c *serverConn) stalled() {
 	c.srv.opts.logger.Warn("dispatch: closing connection: a reply could not be written in time; the peer is not reading",
 		"remote", c.sock.RemoteAddr(), "timeout", c.srv.opts.replyTimeout)
 	c.sock.Close()
-}
-
-// appendMarshal encodes v with c into dst, without allocating when c can
-// append.
-func appendMarshal(c codec.Codec, dst []byte, v any) ([]byte, error) {
-	if a, ok := c.(codec.Appender); ok {
-		return a.AppendMarshal(dst, v)
-	}
-	b, err := c.Marshal(v)
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, b...), nil
 }

@@ -156,11 +156,9 @@ func (c *Client) handlerCtx(ctx context.Context, e *entry, m *method, path Path)
 	if !m.seesCtx {
 		return ctx, nil
 	}
-	md := outgoing(ctx) // never changed: WithMetadata makes a new map, MetadataFrom hands out copies
-	if len(md) == 0 {
-		md = nil // as the network delivers it
-	}
-	sc := &shortcutCtx{callCtx: callCtx{md: md}, parent: ctx, client: c, ent: e, m: m, direct: path == PathShortcutDirect}
+	sc := &shortcutCtx{parent: ctx, client: c}
+	sc.fromContext(ctx, m.name)
+	sc.peer = e.peer(path)
 	sc.hook = sc
 	return sc, sc
 }
@@ -304,10 +302,10 @@ func (c *Client) copyCall(ctx context.Context, ent *entry, name string, args, re
 	if e != nil {
 		return c.errorReplyCheck(name, md, e, sizes.server, ans)
 	}
-	body, err = appendMarshal(cdc, body[:0], r)
+	body, e = encodeReply(cdc, body[:0], m.name, r)
 	*bp = body[:0]
-	if err != nil {
-		return encodeError(m.name, err)
+	if e != nil {
+		return e
 	}
 	if c.sizes(ctx, ent, name, body).near || len(md) > 0 {
 		if err := c.replyCheck(name, body, md, nil, sizes.server, ans); err != nil {

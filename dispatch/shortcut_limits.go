@@ -35,9 +35,9 @@ func (c *Client) replyHeadersCheck(ent *entry, name string, r any, md Metadata, 
 	if ce != nil {
 		return ce
 	}
-	body, err := appendMarshal(cdc, nil, r)
-	if err != nil {
-		return encodeError(name, err)
+	body, fail := encodeReply(cdc, nil, name, r)
+	if fail != nil {
+		return fail
 	}
 	return c.replyCheck(name, body, md, nil, server, ans)
 }
@@ -82,10 +82,6 @@ type frameSizes struct {
 	server int  // the server listener's limit, or the client's if unknown
 	near   bool // within reach of the smaller limit, or of the header entries' limit
 }
-
-// fixedEntries bounds the entries the network adds to a request's metadata
-// in its headers (requestHeader; a stream's opening frame has the most).
-const fixedEntries = 7
 
 // sizes estimates, from above, the frame of a request of name made with ctx
 // whose body is body. It costs a look at each metadata entry and builds
@@ -149,13 +145,11 @@ const (
 // the connection).
 func (c *Client) frameCheck(ctx context.Context, name string, body []byte, open openKind, server int) (refused, lost error) {
 	h := make(map[string]string, fixedEntries)
-	requestHeader(ctx, h, name, "0", c.ctype)
+	var d callDesc
+	d.fromContext(ctx, name)
+	requestHeader(h, &d, "0", c.ctype)
 	if open != notOpen {
-		h[rpcwire.Stream] = rpcwire.StreamOpen
-		h[rpcwire.Window] = rpcwire.FormatWindow(c.opts.streamWindow)
-	}
-	if open == openReady {
-		h[rpcwire.Ready] = rpcwire.ReadyYes
+		openHeader(h, c.opts.streamWindow, open == openReady)
 	}
 	m := transport.Message{Header: h, Body: body}
 	if _, err := frame.Check(&m, c.limit); err != nil {

@@ -260,29 +260,6 @@ func (s *ServerStream[In, Out]) Send(m *Out) error {
 // makes it do nothing: the next Send or Recv says so.
 func (s *ServerStream[In, Out]) Ready() { s.end.ready() }
 
-// decodeMsg returns the message of it as a *T: the sender's own value in
-// direct mode, or the body decoded into *buf, zeroed first.
-func decodeMsg[T any](c codec.Codec, buf *T, it flow.Item) (*T, error) {
-	if it.Ptr != nil {
-		return it.Ptr.(*T), nil
-	}
-	switch b := any(buf).(type) {
-	case *[]byte:
-		*b = (*b)[:0] // a raw body is copied in whole, into the same array
-	case *codec.Raw:
-		*b = (*b)[:0]
-	default:
-		var zero T
-		*buf = zero
-	}
-	if len(it.Body) > 0 {
-		if err := c.Unmarshal(it.Body, buf); err != nil {
-			return nil, err
-		}
-	}
-	return buf, nil
-}
-
 // Stream is a caller's side of a stream opened by OpenStream: the caller's
 // messages (Send, CloseSend) and the handler's (Recv). Send and Recv may
 // be used from two goroutines at once, but neither from two; Close from
@@ -537,21 +514,6 @@ func (f failedEnd) named(err error) error {
 		return err
 	}
 	return callError(context.Background(), f.name, f.path, err)
-}
-
-// encodeMsg appends the encoding of a stream's message m to dst.
-func encodeMsg(c codec.Codec, dst []byte, name string, m any) ([]byte, error) {
-	b, err := appendMarshal(c, dst, m)
-	if err != nil {
-		return dst, fmt.Errorf("dispatch: encoding a message of %s: %w", name, err)
-	}
-	return b, nil
-}
-
-// msgTooLarge is the error of a Send whose message is over the frame limit;
-// nothing was sent, and the stream goes on.
-func msgTooLarge(name string, err error) error {
-	return fmt.Errorf("dispatch: message of %s: %w", name, err)
 }
 
 // openTooLarge is the error of opening a stream whose opening frame, its

@@ -84,12 +84,10 @@ func (cc *clientConn) openStream(ctx context.Context, name string, window int, r
 	s.win.Header = map[string]string{rpcwire.Seq: seqText, rpcwire.Stream: rpcwire.StreamWindow}
 
 	h := make(map[string]string, fixedEntries)
-	requestHeader(ctx, h, name, seqText, cc.ctype)
-	h[rpcwire.Stream] = rpcwire.StreamOpen
-	h[rpcwire.Window] = rpcwire.FormatWindow(window)
-	if ready {
-		h[rpcwire.Ready] = rpcwire.ReadyYes
-	}
+	var d callDesc
+	d.fromContext(ctx, name)
+	requestHeader(h, &d, seqText, cc.ctype)
+	openHeader(h, window, ready)
 	if err := cc.writeOpen(ctx, &transport.Message{Header: h}); err != nil {
 		cc.mu.Lock()
 		if cc.streams[s.seq] == s { // not failed meanwhile

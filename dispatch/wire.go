@@ -1,9 +1,6 @@
 package dispatch
 
 import (
-	"context"
-	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -12,29 +9,54 @@ import (
 	"github.com/zerodial/transport/internal/rpcwire"
 )
 
-// requestHeader fills h with a request's headers as the network sends them.
-// The shortcut builds the same headers to apply the same frame limits.
-func requestHeader(ctx context.Context, h map[string]string, name, seqText, ctype string) {
-	if !setRequestHeader(ctx, h, name, seqText, ctype) {
+// requestHeader fills h with the headers of a request of the call d
+// describes, its body encoded in the content type ctype, as the network
+// sends them (receivedHeader.desc reads them back). The shortcut builds
+// the same headers to apply the same frame limits.
+func requestHeader(h map[string]string, d *callDesc, seqText, ctype string) {
+	if !setRequestHeader(h, d, seqText, ctype) {
 		clear(h)
-		setRequestHeader(ctx, h, name, seqText, ctype)
+		setRequestHeader(h, d, seqText, ctype)
 	}
 }
 
+// requestKeys are the headers a request, or a stream's opening frame (the
+// most), carries besides its metadata: requestHeader's and openHeader's.
+// TestRequestKeys holds both to it, for every field of callDesc.
+var requestKeys = [...]string{
+	rpcwire.ServiceMethod, rpcwire.Seq, rpcwire.ContentType, rpcwire.Timeout,
+	rpcwire.Stream, rpcwire.Window, rpcwire.Ready,
+}
+
+// fixedEntries bounds the entries the network adds to a request's metadata
+// in its headers, for the shortcut's checks of the header entries' limit.
+const fixedEntries = len(requestKeys)
+
 // setRequestHeader sets a request's headers in h (headerFill) and reports
 // whether h holds no others.
-func setRequestHeader(ctx context.Context, h map[string]string, name, seqText, ctype string) bool {
+func setRequestHeader(h map[string]string, d *callDesc, seqText, ctype string) bool {
 	f := headerFill{h: h}
-	f.set(rpcwire.ServiceMethod, name)
+	f.set(rpcwire.ServiceMethod, d.name)
 	f.set(rpcwire.Seq, seqText)
 	if ctype != codec.Msgpack.Name() {
 		f.set(rpcwire.ContentType, ctype) // absent means msgpack (WIRE.md)
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		f.set(rpcwire.Timeout, rpcwire.FormatTimeout(time.Until(dl)))
+	if !d.deadline.IsZero() {
+		f.set(rpcwire.Timeout, rpcwire.FormatTimeout(time.Until(d.deadline)))
 	}
-	f.metadata(outgoing(ctx))
+	f.metadata(d.md)
 	return f.exact()
+}
+
+// openHeader adds to h, a request's headers, what makes it the opening
+// frame of a stream: the caller's window, and whether it asks for the
+// ready frame.
+func openHeader(h map[string]string, window int, ready bool) {
+	h[rpcwire.Stream] = rpcwire.StreamOpen
+	h[rpcwire.Window] = rpcwire.FormatWindow(window)
+	if ready {
+		h[rpcwire.Ready] = rpcwire.ReadyYes
+	}
 }
 
 // headerFill sets a message's headers in a map that held another
@@ -179,53 +201,6 @@ func setResponseHeader(h map[string]string, name, seqText string, e *Error, md M
 	}
 	f.metadata(md)
 	return f.exact()
-}
-
-// encodeArgs appends the body of a request to dst. Nil arguments (nil, or a
-// nil pointer) are an empty body, which the server reads as zero arguments:
-// the same as the handler receives on the shortcut, whatever the type.
-func encodeArgs(c codec.Codec, dst []byte, name string, args any) ([]byte, error) {
-	if isNil(args) {
-		return dst, nil
-	}
-	b, err := appendMarshal(c, dst, args)
-	if err != nil {
-		return dst, fmt.Errorf("dispatch: encoding arguments of %s: %w", name, err)
-	}
-	return b, nil
-}
-
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
-}
-
-// decodeReply decodes a response body into reply, which Call has zeroed; an
-// empty body leaves it zero.
-func decodeReply(c codec.Codec, name string, body []byte, reply any) error {
-	if len(body) == 0 {
-		return nil
-	}
-	if err := c.Unmarshal(body, reply); err != nil {
-		zero(reply)
-		return decodeReplyError(name, err)
-	}
-	return nil
-}
-
-// replyTooLarge is the error a caller gets for a reply over the server's
-// frame limit.
-func replyTooLarge(name string, err error) *Error {
-	return &Error{Code: CodeInternal, Message: "dispatch: reply of " + name + " is too large: " + err.Error()}
-}
-
-// argsTooLarge is the error a caller gets for arguments over its own
-// transport's frame limit.
-func argsTooLarge(name string, err error) error {
-	return fmt.Errorf("dispatch: arguments of %s: %w", name, err)
 }
 
 // Bounds on what a connection's reader keeps of a message it has handled,

@@ -27,12 +27,12 @@ func TestHeaderFill(t *testing.T) {
 		want map[string]string
 	}{
 		"request": {
-			func(h map[string]string) { requestHeader(context.Background(), h, "A.M", "1", "msgpack") },
+			func(h map[string]string) { fillRequest(context.Background(), h, "A.M", "1", "msgpack") },
 			map[string]string{rpcwire.ServiceMethod: "A.M", rpcwire.Seq: "1"},
 		},
 		"request with metadata": {
 			func(h map[string]string) {
-				requestHeader(WithMetadata(context.Background(), Metadata{"k": "v"}), h, "A.M", "1", "json")
+				fillRequest(WithMetadata(context.Background(), Metadata{"k": "v"}), h, "A.M", "1", "json")
 			},
 			map[string]string{rpcwire.ServiceMethod: "A.M", rpcwire.Seq: "1", rpcwire.ContentType: "json", rpcwire.MetadataPrefix + "k": "v"},
 		},
@@ -56,10 +56,18 @@ func TestHeaderFill(t *testing.T) {
 	}
 	// A deadline adds Timeout.
 	h := map[string]string{rpcwire.ServiceMethod: "Old.M", rpcwire.Seq: "9"}
-	requestHeader(ctx, h, "A.M", "1", "msgpack")
+	fillRequest(ctx, h, "A.M", "1", "msgpack")
 	if _, ok := h[rpcwire.Timeout]; !ok || len(h) != 4 {
 		t.Errorf("request with a deadline and metadata: %v", h)
 	}
+}
+
+// fillRequest fills h with the headers of a request of name made with ctx,
+// its body in the content type ctype, as a Client's connection does.
+func fillRequest(ctx context.Context, h map[string]string, name, seqText, ctype string) {
+	var d callDesc
+	d.fromContext(ctx, name)
+	requestHeader(h, &d, seqText, ctype)
 }
 
 // TestReceivedHeader: readHeader answers every lookup, the metadata and the

@@ -213,7 +213,7 @@ func (h *Handler) unary(name string) func(context.Context, *connect.Request[mess
 	return func(ctx context.Context, req *connect.Request[message]) (*connect.Response[message], error) {
 		in := req.Msg
 		cdc := in.codec
-		reply, md, err := h.srv.Invoke(ctx, callInfo(ctx, name), metadataFrom(req.Header()), func(args any) error {
+		reply, md, err := h.srv.Invoke(ctx, incomingCall(ctx, name, req.Header()), func(args any) error {
 			return decode(cdc, in.data, args, h.srv.StrictDecoding())
 		})
 		if err != nil {

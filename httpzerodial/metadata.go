@@ -104,13 +104,15 @@ func withPeer(r *http.Request) context.Context {
 	return context.WithValue(r.Context(), peerKey{}, p)
 }
 
-// callInfo is the CallInfo of a call of name whose request context is ctx.
-func callInfo(ctx context.Context, name string) dispatch.CallInfo {
+// incomingCall describes a call of name whose request context is ctx and
+// whose request headers are h (nil: no metadata), for the Server's Invoke
+// and InvokeStream.
+func incomingCall(ctx context.Context, name string, h http.Header) dispatch.IncomingCall {
 	ci := dispatch.CallInfo{Method: name, Path: dispatch.PathHTTP}
 	if p, ok := ctx.Value(peerKey{}).(*peer); ok {
 		ci.LocalAddr, ci.RemoteAddr, ci.TLS = p.local, p.remote, p.tls
 	}
-	return ci
+	return dispatch.IncomingCall{Info: ci, Metadata: metadataFrom(h)}
 }
 
 // addrOf returns http.Request's RemoteAddr as a net.Addr: a *net.TCPAddr

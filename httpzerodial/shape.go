@@ -69,12 +69,12 @@ var fastTypes = map[string]bool{
 // (dispatch's speak of its Go API). codec is the request's. No handler
 // runs.
 func (h *Handler) shapeRefusal(r *http.Request, name string, unary bool, codec string) error {
-	ctx, info := r.Context(), callInfo(r.Context(), name)
+	ctx, call := r.Context(), incomingCall(r.Context(), name, nil)
 	var err error
 	if unary {
-		_, _, err = h.srv.Invoke(ctx, info, nil, func(any) error { return errShape })
+		_, _, err = h.srv.Invoke(ctx, call, func(any) error { return errShape })
 	} else {
-		_, err = h.srv.InvokeStream(ctx, info, nil, refusedStream{})
+		_, err = h.srv.InvokeStream(ctx, call, refusedStream{})
 	}
 	var e *dispatch.Error
 	if !errors.As(err, &e) || e.Code != dispatch.CodeInvalidArgument {

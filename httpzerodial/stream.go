@@ -13,7 +13,7 @@ import (
 func (h *Handler) bidi(name string) func(context.Context, *connect.BidiStream[message, message]) error {
 	return func(ctx context.Context, st *connect.BidiStream[message, message]) error {
 		end := &streamEnd{codec: codecOf(st.RequestHeader().Get("Content-Type")), receive: st.Receive, send: st.Send}
-		md, err := h.srv.InvokeStream(ctx, callInfo(ctx, name), metadataFrom(st.RequestHeader()), end)
+		md, err := h.srv.InvokeStream(ctx, incomingCall(ctx, name, st.RequestHeader()), end)
 		setMetadata(st.ResponseTrailer(), md)
 		return connectError(err, nil)
 	}
@@ -33,7 +33,7 @@ func (h *Handler) serverStream(name string) func(context.Context, *connect.Reque
 			return m, nil
 		}
 		end := &streamEnd{codec: req.Msg.codec, receive: receive, send: st.Send}
-		md, err := h.srv.InvokeStream(ctx, callInfo(ctx, name), metadataFrom(req.Header()), end)
+		md, err := h.srv.InvokeStream(ctx, incomingCall(ctx, name, req.Header()), end)
 		setMetadata(st.ResponseTrailer(), md)
 		return connectError(err, nil)
 	}
