@@ -2,10 +2,13 @@
 # The test command of zerodial: the race tests of every module of this
 # repository — every directory with a go.mod, found afresh each run (the
 # root, otelzerodial, httpzerodial, grpczerodial, etcdzerodial and bench
-# today) — one after another, `go test -race -count=1 ./...` in each. Arguments go to
-# each go test (./test.sh -run TestName -v). It goes on through every
-# module and fails at the end, naming the modules that failed. .ci/run runs
-# it; etcdzerodial's tests start an etcd of their own, and httpzerodial's
+# today) — one after another, `go test -race -count=1 -timeout 30m ./...`
+# in each: under the race detector on 2 busy cores, httpzerodial's tests
+# (the conformance suite over its HTTP paths among them) take 7 to 9
+# minutes, near go test's default limit of 10. Arguments go to each go
+# test (./test.sh -run TestName -v). It goes on through every module and
+# fails at the end, naming the modules that failed. .ci/run runs it;
+# etcdzerodial's tests start an etcd of their own, and httpzerodial's
 # call the curl binary and a headless Chromium where they are.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -20,8 +23,8 @@ fi
 
 failed=()
 for mod in "${modules[@]}"; do
-	printf '\n== %s: go test -race -count=1 %s./...\n' "$mod" "${*:+$* }"
-	if ! (cd "$mod" && go test -race -count=1 "$@" ./...); then
+	printf '\n== %s: go test -race -count=1 -timeout 30m %s./...\n' "$mod" "${*:+$* }"
+	if ! (cd "$mod" && go test -race -count=1 -timeout 30m "$@" ./...); then
 		failed+=("$mod")
 	fi
 done

@@ -53,7 +53,7 @@ type httpPath struct {
 }
 
 func newConnectCaller(t testing.TB, p httpPath, ts *httptest.Server) *connectCaller {
-	return &connectCaller{p: p, url: ts.URL, hc: httpClient(t, p.h2)}
+	return &connectCaller{p: p, url: ts.URL, hc: conformanceClient(t, p.h2)}
 }
 
 // client is connect-go's client of method, whose messages are the bytes
@@ -304,4 +304,20 @@ func (c bytesCodec) Unmarshal(data []byte, v any) error {
 	}
 	*b = append((*b)[:0], data...)
 	return nil
+}
+
+// conformanceClient is httpClient with HTTP/2 receive windows of 64 KiB
+// (net/http's default is 4 MiB a stream): the suite's slow consumer reads
+// nothing while the handler sends small messages until HTTP/2's flow
+// control stalls it, and under the race detector filling 4 MiB of them
+// took minutes; 64 KiB still holds more than dispatch's window would let
+// through as messages of a few bytes, the difference the profile declares
+// (HTTPFlowControl).
+func conformanceClient(t testing.TB, h2 bool) *http.Client {
+	hc := httpClient(t, h2)
+	hc.Transport.(*http.Transport).HTTP2 = &http.HTTP2Config{
+		MaxReceiveBufferPerStream:     64 << 10,
+		MaxReceiveBufferPerConnection: 64 << 10,
+	}
+	return hc
 }

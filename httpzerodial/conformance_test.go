@@ -45,7 +45,7 @@ func httpBinding(prof dispatchtest.Profile, p httpPath) dispatchtest.Binding {
 			require.NoError(t, err)
 			require.NoError(t, srv.Start(l))
 			t.Cleanup(func() { l.Close() })
-			c := &connectCaller{p: p, url: "http://" + l.Addr().String(), hc: httpClient(t, p.h2)}
+			c := &connectCaller{p: p, url: "http://" + l.Addr().String(), hc: conformanceClient(t, p.h2)}
 			return c.Call(context.Background(), dispatchtest.Call{Method: "Arith.Multiply", Args: dispatchtest.Args{A: 2, B: 3}, Reply: new(int)})
 		},
 	}
