@@ -1,16 +1,11 @@
 package dispatchtest
 
 import (
-	"context"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/zerodial/transport/dispatch"
 )
 
 // The paths of httpzerodial's Client (httpzerodial.Dial): a
@@ -28,19 +23,7 @@ var HTTPClientHeaderMetadata = &Difference{
 	Effects: map[string]Effect{
 		"deadline and metadata reach the handler, nothing else does": {
 			Doc: "the keys that are tokens reach the handler with the deadline; a key that is not one is refused by the Client",
-			Run: func(t *testing.T, c Caller) Outcome {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				ctx = context.WithValue(ctx, foreignKey{}, "secret")
-				refused := c.Call(ctx, Call{Method: "Arith.Context", Args: Args{A: 5000}, Reply: new(CtxInfo),
-					Metadata: dispatch.Metadata{"ключ": "значение"}})
-				reply := new(CtxInfo)
-				err := c.Call(ctx, Call{Method: "Arith.Context", Args: Args{A: 5000}, Reply: reply,
-					Metadata: dispatch.Metadata{"user": "alice", "trace": "t-1"}})
-				o := Outcome{Reply: fmt.Sprintf("%+v", *reply), Extra: fmt.Sprintf("%v (code %s)", refused, codeOf(refused))}
-				observeErr(&o, err)
-				return o
-			},
+			Run: headerMetadataRun,
 			Check: func(t *testing.T, o Outcome) {
 				assert.Equal(t, Outcome{Reply: "{HasDeadline:true DeadlineSane:true Metadata:map[trace:t-1 user:alice] SawForeign:false}",
 					Extra: `httpzerodial: the metadata key "ключ" cannot be an HTTP header name (RFC 9110's token) (code invalid_argument)`}, o)
