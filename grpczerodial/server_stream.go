@@ -37,9 +37,10 @@ const framesKey = "grpczerodial-frames"
 func (r *Registrar) streamHandler(impl any, full string, sd grpc.StreamDesc) func(context.Context, *dispatch.ServerStream[codec.Raw, codec.Raw]) error {
 	info := &grpc.StreamServerInfo{FullMethod: full, IsClientStream: sd.ClientStreams, IsServerStream: sd.ServerStreams}
 	h := sd.Handler
+	what := "a message of " + full
 	return func(ctx context.Context, s *dispatch.ServerStream[codec.Raw, codec.Raw]) error {
 		v, _ := dispatch.MetadataValue(ctx, framesKey)
-		ss := &serverStream{s: s, method: full, framed: v == "1"}
+		ss := &serverStream{s: s, method: full, what: what, framed: v == "1"}
 		ss.ctx = handlerContext(ctx, streamTransport{ss})
 		ss.next, ss.stop = iter.Pull2(s.Recv())
 		defer ss.release()
@@ -63,7 +64,8 @@ type serverStream struct {
 	ctx    context.Context
 	s      *dispatch.ServerStream[codec.Raw, codec.Raw]
 	method string
-	framed bool // the caller is a ClientConn: kinds of frames, the header in its own
+	what   string // "a message of <method>", for the words of a message's failures
+	framed bool   // the caller is a ClientConn: kinds of frames, the header in its own
 
 	recvMu sync.Mutex // one RecvMsg at a time, and release after it
 	next   func() (*codec.Raw, error, bool)
@@ -190,7 +192,7 @@ func (ss *serverStream) SendMsg(m any) error {
 	if ss.framed {
 		b = append(b, kindMsg)
 	}
-	b, err := marshal(b, m, "a message of "+ss.method)
+	b, err := marshal(b, m, ss.what)
 	if err != nil {
 		return toStatusError(err)
 	}
@@ -216,7 +218,7 @@ func (ss *serverStream) RecvMsg(m any) error {
 		ss.ended = true
 		return toStatusError(err)
 	}
-	if err := unmarshal(*p, m, "a message of "+ss.method); err != nil {
+	if err := unmarshal(*p, m, ss.what); err != nil {
 		return toStatusError(err)
 	}
 	return nil
