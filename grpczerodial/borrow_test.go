@@ -2,12 +2,14 @@ package grpczerodial_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/grpczerodial"
@@ -108,4 +110,17 @@ func TestBorrowsNames(t *testing.T) {
 	assert.Empty(t, reg.GetServiceInfo())
 	require.Error(t, reg.Register(&testpb.TestService_ServiceDesc, &hooked{}, nil))
 	require.NoError(t, reg.Register(&testpb.TestService_ServiceDesc, &hooked{}, grpczerodial.Borrows()))
+}
+
+// A nil request reaches a method that borrows as an empty one, on every
+// path (on the direct shortcut, lent: it crashed lend before).
+func TestBorrowsNilRequest(t *testing.T) {
+	h := &hooked{unary: func(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+		return &testpb.SimpleResponse{Username: fmt.Sprint(proto.Equal(req, &testpb.SimpleRequest{}))}, nil
+	}}
+	forEachPath(t, setup{register: borrowing(h)}, func(t *testing.T, p path, e *env) {
+		reply, err := testpb.NewTestServiceClient(e.cc).UnaryCall(context.Background(), nil)
+		require.NoError(t, err)
+		assert.Equal(t, "true", reply.GetUsername())
+	})
 }

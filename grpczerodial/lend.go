@@ -22,6 +22,10 @@ func lend(dst, src proto.Message) bool {
 	if d.Type() != s.Type() {
 		return false
 	}
+	if !s.IsValid() { // a nil pointer: an empty message
+		proto.Reset(dst)
+		return true
+	}
 	if l := lenderOf(reflect.TypeOf(src)); l.run != nil {
 		l.lend(reflect.ValueOf(dst).UnsafePointer(), reflect.ValueOf(src).UnsafePointer())
 		if len(d.GetUnknown()) > 0 {
