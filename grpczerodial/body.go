@@ -66,14 +66,15 @@ func (b *body) SetBody(data []byte) error {
 
 // decode fills m from the body: the encoding received, unmarshalled, or —
 // a body that passed as a message — the message itself, lent (shared
-// fields) when lent is true, deep-copied otherwise.
-func (b *body) decode(m any, lent bool, what string) error {
+// fields) when lent is true, deep-copied otherwise. Its failure names
+// what+of, as unmarshal's does.
+func (b *body) decode(m any, lent bool, what, of string) error {
 	if b.Msg == nil {
-		return unmarshal(b.Enc, m, what)
+		return unmarshal(b.Enc, m, what, of)
 	}
 	pm, ok := m.(proto.Message)
 	if !ok {
-		return &dispatch.Error{Code: dispatch.CodeInternal, Message: fmt.Sprintf("grpczerodial: decoding %s: %T is not a proto.Message", what, m)}
+		return &dispatch.Error{Code: dispatch.CodeInternal, Message: fmt.Sprintf("grpczerodial: decoding %s%s: %T is not a proto.Message", what, of, m)}
 	}
 	if lent && lend(pm, b.Msg) {
 		return nil
@@ -89,7 +90,7 @@ func (b *body) decode(m any, lent bool, what string) error {
 	if err != nil {
 		return err
 	}
-	return unmarshal(enc, m, what)
+	return unmarshal(enc, m, what, of)
 }
 
 // release gives the buffer of the encoding received back to the pool.

@@ -32,7 +32,7 @@ func TestBodyEncodesInPlace(t *testing.T) {
 	require.NoError(t, got.SetBody(out[1:]))
 	out[1] ^= 0xff
 	var m testpb.SimpleRequest
-	require.NoError(t, got.decode(&m, true, "test"))
+	require.NoError(t, got.decode(&m, true, "test", ""))
 	assert.True(t, proto.Equal(req, &m), "decoded from a copy of what it received")
 	enc, err := got.AppendBody(nil)
 	require.NoError(t, err)
@@ -54,11 +54,11 @@ func TestBodyDecodesMessage(t *testing.T) {
 	b := body{Msg: req}
 
 	var lent testpb.SimpleRequest
-	require.NoError(t, b.decode(&lent, true, "test"))
+	require.NoError(t, b.decode(&lent, true, "test", ""))
 	assert.Same(t, req.Payload, lent.Payload)
 
 	copied := &testpb.SimpleRequest{FillUsername: true}
-	require.NoError(t, b.decode(copied, false, "test"))
+	require.NoError(t, b.decode(copied, false, "test", ""))
 	assert.True(t, proto.Equal(req, copied), "reset, then merged: FillUsername is gone")
 	assert.NotSame(t, &req.Payload.Body[0], &copied.Payload.Body[0])
 
@@ -66,10 +66,10 @@ func TestBodyDecodesMessage(t *testing.T) {
 	require.NoError(t, err)
 	var want, other testpb.SimpleResponse // another message: the request's encoding read as it
 	require.NoError(t, proto.Unmarshal(enc, &want))
-	require.NoError(t, b.decode(&other, true, "test"))
+	require.NoError(t, b.decode(&other, true, "test", ""))
 	assert.True(t, proto.Equal(&want, &other))
 
-	require.Error(t, b.decode(struct{}{}, true, "test"))
+	require.Error(t, b.decode(struct{}{}, true, "test", ""))
 }
 
 // lend gives dst src's fields without copying what they hold: messages,

@@ -86,23 +86,26 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 	if err != nil {
 		return err
 	}
-	req, err := requestBody(args, method)
-	if err != nil {
+	// One allocation for the request's body and the reply's, which
+	// nothing holds once Call has returned.
+	bodies := new([2]body)
+	req, out := &bodies[0], &bodies[1]
+	if err := req.request(args, method); err != nil {
 		return toStatusError(err)
 	}
 	ctx = outgoing(ctx)
-	var rmd dispatch.Metadata
+	var rmd *dispatch.Metadata
 	if co.wantsMD() {
-		ctx = dispatch.CaptureReplyMetadata(ctx, &rmd)
+		rmd = new(dispatch.Metadata)
+		ctx = dispatch.CaptureReplyMetadata(ctx, rmd)
+		defer func() { co.deliver(fromDispatchMD(*rmd)) }()
 	}
-	var out body
-	cerr := cc.c.Call(ctx, name, &req, &out)
-	co.deliver(fromDispatchMD(rmd))
+	cerr := cc.c.Call(ctx, name, req, out)
 	if cerr != nil {
 		out.release()
 		return toStatusError(cerr)
 	}
-	err = out.decode(reply, out.Lent, "reply of "+method)
+	err = out.decode(reply, out.Lent, "reply of ", method)
 	out.release() // proto.Unmarshal copies what it keeps
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
@@ -110,17 +113,19 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 	return nil
 }
 
-// requestBody is the body of a call's request: args itself, which dispatch
-// encodes (body.AppendBody) on every path but the direct shortcut.
-func requestBody(args any, method string) (body, error) {
+// request makes b the body of a call's request: args itself, which
+// dispatch encodes (body.AppendBody) on every path but the direct
+// shortcut.
+func (b *body) request(args any, method string) error {
 	if args == nil {
-		return body{}, nil // no message: an empty one, as grpc-go's codec encodes it
+		return nil // no message: an empty one, as grpc-go's codec encodes it
 	}
 	pm, ok := args.(proto.Message)
 	if !ok {
-		return body{}, &dispatch.Error{Code: dispatch.CodeInternal, Message: fmt.Sprintf("grpczerodial: encoding arguments of %s: %T is not a proto.Message", method, args)}
+		return &dispatch.Error{Code: dispatch.CodeInternal, Message: fmt.Sprintf("grpczerodial: encoding arguments of %s: %T is not a proto.Message", method, args)}
 	}
-	return body{Msg: pm}, nil
+	b.Msg = pm
+	return nil
 }
 
 // bufs holds the buffers of the encodings a body receives (SetBody),

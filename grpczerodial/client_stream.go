@@ -289,7 +289,7 @@ func (cs *clientStream) RecvMsg(m any) error {
 	if !ok {
 		return cs.err
 	}
-	if err := unmarshal(b, m, cs.what); err != nil {
+	if err := unmarshal(b, m, cs.what, ""); err != nil {
 		err = status.Error(codes.Internal, err.(*dispatch.Error).Message)
 		cs.finish(err)
 		return err

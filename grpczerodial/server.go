@@ -118,12 +118,12 @@ func (r *Registrar) GetServiceInfo() map[string]grpc.ServiceInfo {
 // shortcut the messages themselves, which the handler gets lent when
 // lends is set (Borrows) and copied otherwise.
 func (r *Registrar) unaryHandler(impl any, full string, h grpc.MethodHandler, lends bool) func(context.Context, *body, *body) error {
-	what := "arguments of " + full
 	return func(ctx context.Context, args, reply *body) error {
 		defer args.release() // decoded by now: proto.Unmarshal copies what it keeps
-		st := &transportStream{method: full}
-		ctx = handlerContext(ctx, st)
-		dec := func(m any) error { return args.decode(m, lends, what) }
+		c := &unaryCall{st: transportStream{method: full}}
+		st := &c.st
+		ctx = handlerContext(ctx, st, &c.peer)
+		dec := func(m any) error { return args.decode(m, lends, "arguments of ", full) }
 		out, err := h(impl, ctx, dec, r.unary)
 		if md := st.seal(); md != nil {
 			if serr := dispatch.SetReplyMetadata(ctx, md); serr != nil {
@@ -145,15 +145,22 @@ func (r *Registrar) unaryHandler(impl any, full string, h grpc.MethodHandler, le
 	}
 }
 
+// unaryCall is what a unary handler's context holds of its own, in one
+// allocation.
+type unaryCall struct {
+	st   transportStream
+	peer peer.Peer
+}
+
 // noMD is the incoming metadata of a call that carried none; shared, since
 // metadata.FromIncomingContext hands out copies.
 var noMD = metadata.MD{}
 
 // handlerContext gives a handler's context what grpc-go's has: the
 // caller's metadata (metadata.FromIncomingContext), the peer
-// (peer.FromContext) and the stream that grpc.SetHeader, SendHeader,
-// SetTrailer and grpc.Method use.
-func handlerContext(ctx context.Context, st grpc.ServerTransportStream) context.Context {
+// (peer.FromContext, filled in p) and the stream that grpc.SetHeader,
+// SendHeader, SetTrailer and grpc.Method use.
+func handlerContext(ctx context.Context, st grpc.ServerTransportStream, p *peer.Peer) context.Context {
 	ctx = grpc.NewContextWithServerTransportStream(ctx, st)
 	if md, _ := fromDispatchMD(dispatch.MetadataFrom(ctx)); md != nil {
 		delete(md, framesKey) // the ClientConn's, not the caller's
@@ -162,7 +169,7 @@ func handlerContext(ctx context.Context, st grpc.ServerTransportStream) context.
 		ctx = metadata.NewIncomingContext(ctx, noMD) // as grpc-go, there always is some
 	}
 	if info, ok := dispatch.CallInfoFrom(ctx); ok {
-		p := &peer.Peer{Addr: info.RemoteAddr, LocalAddr: info.LocalAddr}
+		*p = peer.Peer{Addr: info.RemoteAddr, LocalAddr: info.LocalAddr}
 		if info.TLS != nil {
 			p.AuthInfo = credentials.TLSInfo{State: *info.TLS, CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}
 		}

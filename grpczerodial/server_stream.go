@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
@@ -41,7 +42,7 @@ func (r *Registrar) streamHandler(impl any, full string, sd grpc.StreamDesc) fun
 	return func(ctx context.Context, s *dispatch.ServerStream[codec.Raw, codec.Raw]) error {
 		v, _ := dispatch.MetadataValue(ctx, framesKey)
 		ss := &serverStream{s: s, method: full, what: what, framed: v == "1"}
-		ss.ctx = handlerContext(ctx, streamTransport{ss})
+		ss.ctx = handlerContext(ctx, streamTransport{ss}, &ss.peer)
 		ss.next, ss.stop = iter.Pull2(s.Recv())
 		defer ss.release()
 		var err error
@@ -62,6 +63,7 @@ func (r *Registrar) streamHandler(impl any, full string, sd grpc.StreamDesc) fun
 // serverStream is a handler's grpc.ServerStream.
 type serverStream struct {
 	ctx    context.Context
+	peer   peer.Peer // the handler's context's (peer.FromContext)
 	s      *dispatch.ServerStream[codec.Raw, codec.Raw]
 	method string
 	what   string // "a message of <method>", for the words of a message's failures
@@ -218,7 +220,7 @@ func (ss *serverStream) RecvMsg(m any) error {
 		ss.ended = true
 		return toStatusError(err)
 	}
-	if err := unmarshal(*p, m, ss.what); err != nil {
+	if err := unmarshal(*p, m, ss.what, ""); err != nil {
 		return toStatusError(err)
 	}
 	return nil
