@@ -69,8 +69,8 @@ func (b *body) SetBody(data []byte) error {
 // fields) when lent is true, deep-copied otherwise. Its failure names
 // what+of, as unmarshal's does.
 func (b *body) decode(m any, lent bool, what, of string) error {
-	if b.Msg == nil {
-		return unmarshal(b.Enc, m, what, of)
+	if b.Msg == nil || m == nil {
+		return unmarshal(b.Enc, m, what, of) // no message wanted: nothing to do
 	}
 	pm, ok := m.(proto.Message)
 	if !ok {

@@ -70,6 +70,7 @@ func TestBodyDecodesMessage(t *testing.T) {
 	assert.True(t, proto.Equal(&want, &other))
 
 	require.Error(t, b.decode(struct{}{}, true, "test", ""))
+	require.NoError(t, b.decode(nil, true, "test", ""), "no message wanted")
 }
 
 // lend gives dst src's fields without copying what they hold: messages,

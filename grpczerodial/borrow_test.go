@@ -149,3 +149,14 @@ func TestBorrowsAllocs(t *testing.T) {
 	// handler context: 12.
 	assert.LessOrEqual(t, allocs, 12.0)
 }
+
+// A caller that wants no reply (a nil one, as Invoke allows) gets none on
+// every path, the direct shortcut's lent reply included.
+func TestBorrowsNilReply(t *testing.T) {
+	h := &hooked{unary: func(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+		return &testpb.SimpleResponse{Username: "u"}, nil
+	}}
+	forEachPath(t, setup{register: borrowing(h)}, func(t *testing.T, p path, e *env) {
+		require.NoError(t, e.cc.Invoke(context.Background(), "/grpc.testing.TestService/UnaryCall", &testpb.SimpleRequest{}, nil))
+	})
+}
