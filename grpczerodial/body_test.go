@@ -100,6 +100,12 @@ func TestLend(t *testing.T) {
 
 	assert.False(t, lend(&testpb.SimpleResponse{}, &testpb.SimpleRequest{}))
 
+	v := structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewNumberValue(1)}})
+	var lv structpb.Value // a oneof: its wrapper is lent
+	require.True(t, lend(&lv, v))
+	assert.Same(t, v.GetListValue(), lv.GetListValue())
+	assert.True(t, proto.Equal(v, &lv))
+
 	dyn := dynamicpb.NewMessage(src.ProtoReflect().Descriptor()) // no Go struct: through protoreflect
 	proto.Merge(dyn, src)
 	into := dynamicpb.NewMessage(src.ProtoReflect().Descriptor())

@@ -2,6 +2,7 @@ package grpczerodial
 
 import (
 	"reflect"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -87,6 +88,9 @@ func runOf(t reflect.Type) (reflect.Type, uintptr) {
 		return nil, 0
 	}
 	st := t.Elem()
+	if st.NumField() == 0 || st.Field(0).Name != "state" {
+		return nil, 0 // not the open API (an older generator's, whose XXX_ fields Marshal writes)
+	}
 	var fields []reflect.StructField
 	first, ended := -1, false
 	for i := range st.NumField() {
@@ -94,7 +98,7 @@ func runOf(t reflect.Type) (reflect.Type, uintptr) {
 		switch {
 		case !f.IsExported() && internalFields[f.Name]:
 			ended = first >= 0
-		case !f.IsExported() || ended:
+		case !f.IsExported() || ended || strings.HasPrefix(f.Name, "XXX_"):
 			return nil, 0 // a field the run cannot hold: through protoreflect
 		default:
 			if first < 0 {
