@@ -26,9 +26,32 @@ import "fmt"
 // as bin again; convert it to another byte-slice type to encode it.
 type Raw []byte
 
+// RawBody is implemented by a value that holds a body encoded by other
+// means than the codec (a protobuf message, say): Msgpack passes it
+// through as it does Raw, so that the body is encoded once, straight into
+// the sender's buffer, and decoded once, by the value itself.
+//
+//   - Marshal returns AppendBody(nil); AppendMarshal returns
+//     AppendBody(dst).
+//   - Unmarshal into a RawBody calls SetBody with the body, which must not
+//     keep data once it returns, as Unmarshal itself must not.
+//
+// grpczerodial's unary calls carry their messages this way.
+type RawBody interface {
+	// AppendBody appends the body's encoding to dst and returns the
+	// extended slice, as append does.
+	AppendBody(dst []byte) ([]byte, error)
+	// SetBody takes data, a body received, as the value's own. It must not
+	// keep a reference to data.
+	SetBody(data []byte) error
+}
+
 // rawBytes reports whether v is a pass-through body and returns its bytes.
 func rawBytes(v any) (b []byte, ok bool, err error) {
 	switch v := v.(type) {
+	case RawBody:
+		b, err := v.AppendBody(nil)
+		return b, true, err
 	case []byte:
 		return v, true, nil
 	case Raw:
@@ -51,6 +74,8 @@ func rawBytes(v any) (b []byte, ok bool, err error) {
 // v is not one, so that the caller decodes instead.
 func unmarshalRaw(data []byte, v any) (ok bool, err error) {
 	switch p := v.(type) {
+	case RawBody:
+		return true, p.SetBody(data)
 	case *[]byte:
 		if p == nil {
 			return true, fmt.Errorf("%w: cannot unmarshal into a nil %T", ErrNilPointer, v)

@@ -8,9 +8,12 @@
 // Each method of a service "pkg.Service" is the Server's method
 // "pkg.Service.Method", so it takes the Server's router, interceptor
 // chains, limits, panic rule, health and Shutdown as any other method; its
-// arguments and reply are the messages' protobuf encodings (codec.Raw), so
-// caller and handler never share a message on any path. What gRPC's API
-// gives a handler and a caller is kept:
+// arguments and reply are the messages' protobuf encodings (a
+// codec.RawBody), so caller and handler never share a message. On the
+// direct shortcut nothing is encoded: the messages are deep-copied, or
+// lent, with no copy, to and from a method registered with Borrows (which
+// says what is shared, and for how long). What gRPC's API gives a handler
+// and a caller is kept:
 //
 //   - Errors: a handler's status reaches the caller's status.FromError with
 //     its code, message and details; dispatch's own refusals carry the

@@ -11,12 +11,15 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/zerodial/transport/grpczerodial"
 )
 
 // gRPC's own interop cases (google.golang.org/grpc/interop), with their
 // own checks, run by the generated client against interop.NewTestServer
-// registered through a Registrar, on every path. A case that fails ends
-// the test binary with its message (the cases call grpclog's Fatal).
+// registered through a Registrar, on every path, its methods copied and
+// lent (Borrows). A case that fails ends the test binary with its message
+// (the cases call grpclog's Fatal).
 func TestInterop(t *testing.T) {
 	cases := []struct {
 		name string
@@ -35,7 +38,25 @@ func TestInterop(t *testing.T) {
 		{"status_code_and_message", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoStatusCodeAndMessage(ctx, tc) }},
 		{"special_status_message", func(ctx context.Context, tc testpb.TestServiceClient) { interop.DoSpecialStatusMessage(ctx, tc) }},
 	}
-	forEachPath(t, setup{}, func(t *testing.T, p path, e *env) {
+	registrations := []struct {
+		name string
+		s    setup
+	}{
+		{"copied", setup{}},
+		{"borrowed", setup{register: func(reg *grpczerodial.Registrar) {
+			require.NoError(t, reg.Register(&testpb.TestService_ServiceDesc, interop.NewTestServer(), grpczerodial.Borrows()))
+		}}},
+	}
+	for _, r := range registrations {
+		t.Run(r.name, func(t *testing.T) { interopCases(t, r.s, cases) })
+	}
+}
+
+func interopCases(t *testing.T, s setup, cases []struct {
+	name string
+	do   func(ctx context.Context, tc testpb.TestServiceClient)
+}) {
+	forEachPath(t, s, func(t *testing.T, p path, e *env) {
 		tc := testpb.NewTestServiceClient(e.cc)
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) { c.do(context.Background(), tc) })

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
@@ -37,10 +38,11 @@ const framesKey = "grpczerodial-frames"
 func (r *Registrar) streamHandler(impl any, full string, sd grpc.StreamDesc) func(context.Context, *dispatch.ServerStream[codec.Raw, codec.Raw]) error {
 	info := &grpc.StreamServerInfo{FullMethod: full, IsClientStream: sd.ClientStreams, IsServerStream: sd.ServerStreams}
 	h := sd.Handler
+	what := "a message of " + full
 	return func(ctx context.Context, s *dispatch.ServerStream[codec.Raw, codec.Raw]) error {
 		v, _ := dispatch.MetadataValue(ctx, framesKey)
-		ss := &serverStream{s: s, method: full, framed: v == "1"}
-		ss.ctx = handlerContext(ctx, streamTransport{ss})
+		ss := &serverStream{s: s, method: full, what: what, framed: v == "1"}
+		ss.ctx = handlerContext(ctx, streamTransport{ss}, &ss.peer)
 		ss.next, ss.stop = iter.Pull2(s.Recv())
 		defer ss.release()
 		var err error
@@ -61,9 +63,11 @@ func (r *Registrar) streamHandler(impl any, full string, sd grpc.StreamDesc) fun
 // serverStream is a handler's grpc.ServerStream.
 type serverStream struct {
 	ctx    context.Context
+	peer   peer.Peer // the handler's context's (peer.FromContext)
 	s      *dispatch.ServerStream[codec.Raw, codec.Raw]
 	method string
-	framed bool // the caller is a ClientConn: kinds of frames, the header in its own
+	what   string // "a message of <method>", for the words of a message's failures
+	framed bool   // the caller is a ClientConn: kinds of frames, the header in its own
 
 	recvMu sync.Mutex // one RecvMsg at a time, and release after it
 	next   func() (*codec.Raw, error, bool)
@@ -190,7 +194,7 @@ func (ss *serverStream) SendMsg(m any) error {
 	if ss.framed {
 		b = append(b, kindMsg)
 	}
-	b, err := marshal(b, m, "a message of "+ss.method)
+	b, err := marshal(b, m, ss.what)
 	if err != nil {
 		return toStatusError(err)
 	}
@@ -216,7 +220,7 @@ func (ss *serverStream) RecvMsg(m any) error {
 		ss.ended = true
 		return toStatusError(err)
 	}
-	if err := unmarshal(*p, m, "a message of "+ss.method); err != nil {
+	if err := unmarshal(*p, m, ss.what, ""); err != nil {
 		return toStatusError(err)
 	}
 	return nil
