@@ -34,8 +34,11 @@ type clientOptions struct {
 
 // WithHTTPClient makes the Client send its requests with hc, every call
 // and stream alike: its TLS, proxies, timeouts and protocols are the
-// Client's. A stream needs HTTP/2 (see Dial); an hc that speaks only
-// HTTP/1.1 has its streams refused.
+// Client's. A stream needs HTTP/2 to carry messages both ways (see Dial):
+// an hc that speaks only HTTP/1.1 — without h2c to an "http://" address,
+// with Protocols that leave HTTP/2 out to an "https://" one — carries one
+// message from the caller, then the handler's, and refuses the other
+// shapes.
 func WithHTTPClient(hc *http.Client) ClientOption {
 	return func(o *clientOptions) { o.hc = hc }
 }
@@ -166,7 +169,7 @@ func (p *httpProtocol) Connect(_ context.Context, addr string) (dispatch.Protoco
 	ctx, stop := context.WithCancel(context.Background())
 	c := &httpConn{p: p, base: strings.TrimSuffix(base, "/"), ctx: ctx, stop: stop}
 	c.unaryHC, c.streamHC = p.o.hc, p.o.hc
-	c.streamH1 = p.o.hc != nil && u.Scheme == "http" && speaksHTTP1(p.o.hc)
+	c.streamH1 = p.o.hc != nil && speaksHTTP1(p.o.hc, u.Scheme)
 	if p.o.hc == nil {
 		c.unaryHC, c.streamHC = &http.Client{Transport: p.h1}, &http.Client{Transport: p.h1}
 		if u.Scheme == "http" {
@@ -212,7 +215,7 @@ func (c *httpConn) client(m *sync.Map, name string, hc *http.Client) *connect.Cl
 		opts = append(opts, c.p.o.protocol)
 	}
 	opts = append(opts, connect.WithCodec(sendCodec{c.p.o.codec})) // last: the codec the calls use
-	cl, _ := m.LoadOrStore(name, connect.NewClient[outgoing, incoming](hc, c.base+path, opts...))
+	cl, _ := m.LoadOrStore(name, connect.NewClient[outgoing, incoming](reachClient{hc}, c.base+path, opts...))
 	return cl.(*connect.Client[outgoing, incoming])
 }
 

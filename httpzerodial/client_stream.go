@@ -46,16 +46,23 @@ func (c *httpConn) OpenStream(ctx context.Context, name string, md dispatch.Meta
 	return s, nil
 }
 
-// speaksHTTP1 reports whether hc sends a request to an "http://" URL
-// over HTTP/1.1 for sure: its transport is net/http's, without HTTP/2
-// over plain TCP.
-func speaksHTTP1(hc *http.Client) bool {
+// speaksHTTP1 reports whether hc sends a request to a URL of scheme
+// ("http", "https") over HTTP/1.1 for sure: its transport is net/http's,
+// without HTTP/2 over plain TCP for "http", and with Protocols that leave
+// HTTP/2 out for "https" (a transport without Protocols negotiates it).
+func speaksHTTP1(hc *http.Client, scheme string) bool {
 	rt := hc.Transport
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
 	tr, ok := rt.(*http.Transport)
-	return ok && (tr.Protocols == nil || !tr.Protocols.UnencryptedHTTP2())
+	if !ok {
+		return false
+	}
+	if scheme == "https" {
+		return tr.Protocols != nil && !tr.Protocols.HTTP2()
+	}
+	return tr.Protocols == nil || !tr.Protocols.UnencryptedHTTP2()
 }
 
 // httpStream is the caller's end of a stream over HTTP

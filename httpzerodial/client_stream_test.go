@@ -3,6 +3,7 @@ package httpzerodial_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -169,8 +170,22 @@ func TestDialStreamOverHTTP1(t *testing.T) {
 	ts := serve(t, srv)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	for _, url := range []string{ts.URL, proxy(t, ts, false).URL} {
-		c := dialHTTP(t, url, httpzerodial.WithHTTPClient(&http.Client{Transport: tr}))
+	// Over TLS, a transport whose Protocols leave HTTP/2 out.
+	tlsServer := httptest.NewUnstartedServer(httpzerodial.NewHandler(srv))
+	tlsServer.EnableHTTP2 = true
+	tlsServer.StartTLS()
+	t.Cleanup(tlsServer.Close)
+	tlsTr := tlsServer.Client().Transport.(*http.Transport).Clone()
+	tlsTr.Protocols = new(http.Protocols)
+	tlsTr.Protocols.SetHTTP1(true)
+	tlsTr.TLSClientConfig.NextProtos = nil // httptest's client offers h2 in ALPN
+	t.Cleanup(tlsTr.CloseIdleConnections)
+	for _, s := range []struct {
+		url string
+		tr  *http.Transport
+	}{{ts.URL, tr}, {proxy(t, ts, false).URL, tr}, {tlsServer.URL, tlsTr}} {
+		url := s.url
+		c := dialHTTP(t, url, httpzerodial.WithHTTPClient(&http.Client{Transport: s.tr}))
 		var md dispatch.Metadata
 		ctx := dispatch.CaptureReplyMetadata(dispatch.WithMetadata(context.Background(), dispatch.Metadata{"who": "me"}), &md)
 		var got []int
