@@ -249,21 +249,11 @@ func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, 
 		return c.answer(cl.CallUnary(ctx, req))
 	}
 	c.setTimeout(req.Header(), time.Until(d))
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stopCaller := context.AfterFunc(ctx, func() {
-		if ctx.Err() != context.DeadlineExceeded {
-			cancel() // the caller cancelled: so does the request
-		}
-	})
-	stopConn := context.AfterFunc(c.ctx, cancel)
-	late := time.AfterFunc(time.Until(d)+time.Second, cancel)
+	rctx, end := c.detach(ctx, d)
 	done := make(chan unaryResult, 1)
 	go func() {
 		res, err := cl.CallUnary(rctx, req)
-		stopCaller()
-		stopConn()
-		late.Stop()
-		cancel()
+		end()
 		done <- unaryResult{res, err}
 	}()
 	select {
@@ -271,6 +261,36 @@ func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, 
 		return c.answer(r.res, r.err)
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
+	}
+}
+
+// detach returns the context of a request made for a caller whose
+// context ctx has the deadline d, and the function that ends the request.
+// The deadline's passing does not end the request: a request ended under
+// the handler (an HTTP/2 reset, an HTTP/1.1 connection closed) says no
+// why, and the handler's context would end canceled whenever that came
+// before the server's own deadline, which counts from the request's
+// arrival. The server's deadline ends the handler, which answers so; the
+// request ends with the caller's cancellation, the connection's Close, or
+// a second after the deadline, when no answer came.
+func (c *httpConn) detach(ctx context.Context, d time.Time) (context.Context, func()) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopCaller := context.AfterFunc(ctx, func() {
+		if ctx.Err() != context.DeadlineExceeded {
+			cancel() // the caller cancelled: so does the request
+		}
+	})
+	stopConn := context.AfterFunc(c.ctx, cancel)
+	late := time.AfterFunc(time.Until(d)+time.Second, func() {
+		stopCaller()
+		stopConn()
+		cancel()
+	})
+	return rctx, func() {
+		late.Stop()
+		stopCaller()
+		stopConn()
+		cancel()
 	}
 }
 
