@@ -124,24 +124,12 @@ func Dial(ctx context.Context, target string, opts ...ClientOption) (*dispatch.C
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p := &httpProtocol{o: o}
-	if o.hc == nil {
-		p.h1 = &http.Transport{TLSClientConfig: o.tls, ForceAttemptHTTP2: true}
-		prot := new(http.Protocols)
-		prot.SetUnencryptedHTTP2(true)
-		prot.SetHTTP2(true)
-		p.h2c = &http.Transport{TLSClientConfig: o.tls, Protocols: prot}
-	}
-	return dispatch.DialProtocol(ctx, p, target, o.dispatch...)
+	return dispatch.DialProtocol(ctx, &httpProtocol{o: o}, target, o.dispatch...)
 }
 
 // httpProtocol is the dispatch.Protocol of Dial's Clients.
 type httpProtocol struct {
 	o clientOptions
-	// h1 and h2c are the Client's own transports when it was not given an
-	// http.Client: HTTP/1.1 (HTTP/2 when TLS negotiates it), and HTTP/2
-	// with prior knowledge over plain TCP.
-	h1, h2c *http.Transport
 }
 
 func (p *httpProtocol) String() string      { return "http" }
@@ -171,9 +159,15 @@ func (p *httpProtocol) Connect(_ context.Context, addr string) (dispatch.Protoco
 	c.unaryHC, c.streamHC = p.o.hc, p.o.hc
 	c.streamH1 = p.o.hc != nil && speaksHTTP1(p.o.hc, u.Scheme)
 	if p.o.hc == nil {
-		c.unaryHC, c.streamHC = &http.Client{Transport: p.h1}, &http.Client{Transport: p.h1}
+		c.dialer = &connDialer{}
+		c.h1 = &http.Transport{TLSClientConfig: p.o.tls, ForceAttemptHTTP2: true, DialContext: c.dialer.dial}
+		prot := new(http.Protocols)
+		prot.SetUnencryptedHTTP2(true)
+		prot.SetHTTP2(true)
+		c.h2c = &http.Transport{TLSClientConfig: p.o.tls, Protocols: prot, DialContext: c.dialer.dial}
+		c.unaryHC, c.streamHC = &http.Client{Transport: c.h1}, &http.Client{Transport: c.h1}
 		if u.Scheme == "http" {
-			c.streamHC = &http.Client{Transport: p.h2c}
+			c.streamHC = &http.Client{Transport: c.h2c}
 			if p.o.grpc {
 				c.unaryHC = c.streamHC
 			}
@@ -195,6 +189,12 @@ type httpConn struct {
 	// in flight.
 	ctx  context.Context
 	stop context.CancelFunc
+	// h1 and h2c are the connection's own transports when the Client was
+	// not given an http.Client: HTTP/1.1 (HTTP/2 when TLS negotiates it),
+	// and HTTP/2 with prior knowledge over plain TCP. Their connections
+	// are dialer's, which Close closes.
+	h1, h2c *http.Transport
+	dialer  *connDialer
 
 	unary, streams sync.Map // method name → *connect.Client[outgoing, incoming]
 }
@@ -237,10 +237,16 @@ func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, 
 		return nil, nil, &dispatch.Error{Code: dispatch.CodeInternal, Message: "httpzerodial: encoding the arguments of " + name + ": " + err.Error()}
 	}
 	req := connect.NewRequest(&outgoing{raw: body, encoded: true})
-	if err := requestMetadata(req.Header(), md); err != nil {
-		return nil, nil, err
+	if len(md) > 0 { // req.Header() makes a map
+		if err := requestMetadata(req.Header(), md); err != nil {
+			return nil, nil, err
+		}
 	}
 	d, ok := ctx.Deadline()
+	if !ok && c.dialer != nil {
+		// Close ends the call by closing its connection (connDialer).
+		return c.answer(cl.CallUnary(ctx, req))
+	}
 	if !ok {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -356,9 +362,10 @@ func (c *httpConn) Err() error {
 // connections of the Client's own transports.
 func (c *httpConn) Close() {
 	c.stop()
-	if c.p.h1 != nil {
-		c.p.h1.CloseIdleConnections()
-		c.p.h2c.CloseIdleConnections()
+	if c.dialer != nil {
+		c.dialer.close()
+		c.h1.CloseIdleConnections()
+		c.h2c.CloseIdleConnections()
 	}
 }
 

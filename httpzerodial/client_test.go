@@ -398,3 +398,36 @@ func TestClientReplicas(t *testing.T) {
 		}
 	}
 }
+
+// Close ends the calls in flight with dispatch.ErrShutdown, and the
+// handler's context with them: on the Client's own transports, whose
+// connections Close closes, and on a program's http.Client, whose
+// requests it cancels.
+func TestClientCloseEndsCalls(t *testing.T) {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	for name, opts := range map[string][]httpzerodial.ClientOption{
+		"own":         nil,
+		"grpc":        {httpzerodial.WithGRPC()},
+		"http.Client": {httpzerodial.WithHTTPClient(&http.Client{Transport: tr})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := dispatch.NewServer()
+			calc := newCalc(t, srv)
+			ts := serve(t, srv)
+			c, err := httpzerodial.Dial(context.Background(), ts.URL, opts...)
+			require.NoError(t, err)
+			errc := make(chan error, 1)
+			go func() {
+				var r int
+				errc <- c.Call(context.Background(), "Calc.Hold", &Pair{}, &r)
+			}()
+			recv(t, calc.started, "Hold to start")
+			require.NoError(t, c.Close())
+			assert.ErrorIs(t, recv(t, errc, "the call to return"), dispatch.ErrShutdown)
+			assert.ErrorIs(t, recv(t, calc.ended, "the handler's context to end"), context.Canceled)
+			var r int
+			assert.ErrorIs(t, c.Call(context.Background(), "Calc.Add", &Pair{}, &r), dispatch.ErrShutdown)
+		})
+	}
+}
