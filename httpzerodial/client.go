@@ -118,7 +118,10 @@ func WithDispatchOptions(opts ...dispatch.ClientOption) ClientOption {
 //
 // Dial makes no request: an address nobody serves fails the first call,
 // with the dial's error (which a Client of replicas retries on another).
-// Close closes the idle connections of the Client's own HTTP clients.
+// Close ends the calls and streams in flight (dispatch.ErrShutdown) and
+// closes the connections of the Client's own HTTP clients (each base URL
+// has its own); a program's http.Client (WithHTTPClient) is the
+// program's to close.
 func Dial(ctx context.Context, target string, opts ...ClientOption) (*dispatch.Client, error) {
 	o := clientOptions{codec: codec.Msgpack}
 	for _, opt := range opts {
@@ -358,8 +361,9 @@ func (c *httpConn) Err() error {
 	return nil
 }
 
-// Close ends the calls and streams in flight and closes the idle
-// connections of the Client's own transports.
+// Close ends the calls and streams in flight and closes the connections
+// of the connection's own transports: those the calls use, which ends the
+// calls that have no context of their own (Call), and the idle ones.
 func (c *httpConn) Close() {
 	c.stop()
 	if c.dialer != nil {
