@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 
@@ -29,7 +30,11 @@ func fromConnect(err error) error {
 		return err
 	}
 	if !connect.IsWireError(err) {
-		if cause := ce.Unwrap(); networkFailure(cause) {
+		cause := ce.Unwrap()
+		if u, ok := errors.AsType[*unreachedError](cause); ok && ce.Code() == connect.CodeUnavailable {
+			return u.err
+		}
+		if networkFailure(cause) {
 			return cause
 		}
 		if ce.Code() == connect.CodeResourceExhausted {
@@ -49,6 +54,29 @@ func fromConnect(err error) error {
 	}
 	return e
 }
+
+// reachClient is the connect.HTTPClient of a Client's connect-go clients.
+// An error of its Do came with no response: it is marked as a failure to
+// reach the server (unreachedError), a mark connect-go keeps as its
+// error's cause, so that a certificate refused, or a port that does not
+// speak HTTP, reads as a failure of the connection (fromConnect) rather
+// than as an error of code unavailable, which a server's handler can
+// answer too.
+type reachClient struct{ hc *http.Client }
+
+func (c reachClient) Do(r *http.Request) (*http.Response, error) {
+	res, err := c.hc.Do(r)
+	if ue, ok := err.(*url.Error); ok {
+		ue.Err = &unreachedError{ue.Err}
+	}
+	return res, err
+}
+
+// unreachedError is an error of reachClient's Do.
+type unreachedError struct{ err error }
+
+func (u *unreachedError) Error() string { return u.err.Error() }
+func (u *unreachedError) Unwrap() error { return u.err }
 
 // networkFailure reports whether err is a failure of the network under a
 // request: a dial, a read or write of its connection, the peer gone.

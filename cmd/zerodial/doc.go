@@ -2,9 +2,15 @@
 // grpcurl does for gRPC: arguments are given in JSON and replies printed in
 // JSON, so that no Go types are needed.
 //
-// Install it with
+// It is a module of its own, github.com/zerodial/transport/cmd/zerodial,
+// as it calls over HTTP through httpzerodial (and so connect-go), which
+// the root module does not depend on. Install it from a clone of the
+// repository with
 //
-//	go install github.com/zerodial/transport/cmd/zerodial@latest
+//	cd cmd/zerodial && go install .
+//
+// (its go.mod replaces the modules it needs with the directories beside
+// it, which "go install ...@version" refuses).
 //
 // Usage:
 //
@@ -17,7 +23,9 @@
 // for a JSON argument that begins with "-" (a negative number). JSON
 // defaults to {}. ADDR is host:port for the zerodial wire (-transport
 // tcp or mux, mux the default), or a URL (http:// or https://) of a Server
-// served by httpzerodial, spoken as a Connect-protocol client. Flags:
+// served by httpzerodial, called through httpzerodial's Client (Dial) in
+// the Connect protocol over HTTP/1.1, which every HTTP server and proxy
+// takes. Flags:
 //
 //	-transport tcp|mux|http  the path; http is inferred from a URL
 //	-tls                     speak TLS (implied by -cacert, -cert and an https URL)
