@@ -50,6 +50,8 @@ var impls = []struct{ name, family string }{
 	{"zerodial-tcp-proc", "zerodial"},
 	{"zerodial-tcp-unix-proc", "zerodial"},
 	{"zerodial-mux-unix-proc", "zerodial"},
+	{"netrpc-unix-proc", "peer"},
+	{"grpc-unix-proc", "peer"},
 	{"floor-tcp-proc", "floor"},
 	{"floor-unix-proc", "floor"},
 }
@@ -71,7 +73,7 @@ var paths = []struct{ impl, peer, floor string }{
 	{"zerodial-tcp-unix", "netrpc-tcp", "floor-unix"},
 	{"zerodial-mux-unix", "netrpc-yamux", "floor-unix"},
 	{"zerodial-tcp-proc", "netrpc-tcp", "floor-tcp-proc"},
-	{"zerodial-tcp-unix-proc", "netrpc-tcp", "floor-unix-proc"},
+	{"zerodial-tcp-unix-proc", "netrpc-unix-proc", "floor-unix-proc"},
 	{"zerodial-mux-unix-proc", "netrpc-yamux", "floor-unix-proc"},
 }
 
@@ -104,9 +106,11 @@ var streams = []string{
 	"zerodial-memory",
 	"zerodial-tcp",
 	"zerodial-mux",
+	"zerodial-tcp-unix-proc",
 	"grpc-tcp",
 	"grpc-bufconn",
 	"grpc-inproc",
+	"grpc-unix-proc",
 	"drpc-tcp",
 	"zerodial-http-connect",
 	"zerodial-http-grpc",
