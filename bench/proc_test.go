@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/rpc"
 	"os"
@@ -217,6 +218,9 @@ func serveChild(kind, addr string, n int) int {
 			go srv.Serve(ln)
 			stop = srv.Stop
 		} else {
+			// rpc.Server.Accept logs its listener's close to the log
+			// package, on the stderr the parent's benchmark lines share.
+			log.SetOutput(io.Discard)
 			srv := rpc.NewServer()
 			if err := srv.Register(new(Arith)); err != nil {
 				return fail(err)
