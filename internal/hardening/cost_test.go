@@ -180,6 +180,9 @@ var peerCases = []peerCase{
 				s.waitEnd()
 			}
 			p.note = fmt.Sprintf("%d connections, each ended by the server", len(badFrames))
+			if p.mux() {
+				p.note = fmt.Sprintf("%d streams, each ended by the server; their sessions stay", len(badFrames))
+			}
 		},
 	},
 	{
