@@ -88,6 +88,8 @@ var implOrder = []string{
 	"zerodial-tcp-proc",
 	"zerodial-tcp-unix-proc",
 	"zerodial-mux-unix-proc",
+	"netrpc-unix-proc",
+	"grpc-unix-proc",
 	"floor-tcp-proc",
 	"floor-unix-proc",
 }
