@@ -160,6 +160,19 @@ type IncomingStream interface {
 	Ready()
 }
 
+// StreamHeaderSender is an IncomingStream whose protocol sends a header
+// before the stream's messages (HTTP's response headers, which a gRPC
+// client's Header reads). SendHeader is given, once and before Ready or the
+// first Send, the reply metadata the handler has set (SetReplyMetadata) by
+// the time it says it is ready, nil when none; the whole reply metadata is
+// still InvokeStream's answer at the end, for the protocol to send what it
+// has not sent yet. A protocol without such a header need not implement it:
+// the reply metadata then all goes with the end, as on the zerodial wire.
+type StreamHeaderSender interface {
+	IncomingStream
+	SendHeader(md Metadata)
+}
+
 // InvokeStream runs a stream that a protocol of another package opened:
 // the stream of call.Info.Method, whose messages go through end, under the
 // rules of Invoke (admission, CallInfo, metadata, the handler's context
@@ -345,7 +358,7 @@ func (f *foreignEnd) send(m any) error {
 	if err := f.call.Err(); err != nil {
 		return err
 	}
-	f.readyOnce.Do(noop) // the protocol's first message says as much
+	f.readyOnce.Do(f.sendHeader) // the protocol's first message says as much
 	if err := f.end.Send(m); err != nil {
 		if cerr := f.call.gone(); cerr != nil {
 			return cerr // the context's error, as on every path
@@ -363,7 +376,16 @@ func (f *foreignEnd) ready() { f.readyOnce.Do(f.sendReady) }
 
 func (f *foreignEnd) sendReady() {
 	if f.call.Err() == nil {
+		f.sendHeader()
 		f.end.Ready()
+	}
+}
+
+// sendHeader gives a protocol that sends a header (StreamHeaderSender) the
+// reply metadata set so far.
+func (f *foreignEnd) sendHeader() {
+	if hs, ok := f.end.(StreamHeaderSender); ok {
+		hs.SendHeader(f.call.replySoFar())
 	}
 }
 

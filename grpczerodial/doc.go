@@ -5,6 +5,15 @@
 // — pb.NewFooClient(cc) — call it through a dispatch.Client, over any path:
 // the in-process shortcut (copy or direct), memory, tcp, mux.
 //
+// Over HTTP too: httpzerodial's Handler serves the same Server's methods,
+// in Protobuf (their bodies are raw, httpzerodial.RawBodies), at gRPC's own
+// paths, "/pkg.Service/Method", so that grpc-go's client (grpc.NewClient,
+// over h2c or TLS) and connect-go's reach the handler that the generated
+// client calls in process — a gateway's shape. Headers and trailers,
+// binary metadata, deadlines and a status with its details cross as gRPC
+// says; several values of one request header reach the handler as one,
+// joined by ", ", as HTTP folds them.
+//
 // Each method of a service "pkg.Service" is the Server's method
 // "pkg.Service.Method", so it takes the Server's router, interceptor
 // chains, limits, panic rule, health and Shutdown as any other method; its
