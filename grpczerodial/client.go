@@ -21,9 +21,10 @@ import (
 // service registered through a Registrar.
 //
 // Of gRPC's call options, Header, Trailer and OnFinish are kept;
-// PerRPCCredentials, ForceCodec, ForceCodecV2 and CallContentSubtype,
-// which change what is sent, are refused (the call fails with
-// Unimplemented and is not made); the rest (WaitForReady, compressors,
+// ForceCodec and ForceCodecV2 encode the call's messages with that codec,
+// for a method of the Server's own codec (forced_codec.go says how);
+// PerRPCCredentials and CallContentSubtype, which change what is sent, are
+// refused (the call fails with Unimplemented and is not made); the rest (WaitForReady, compressors,
 // message sizes, the authority, StaticMethod) mean nothing off grpc-go's
 // own transport and are ignored: the Client's frame limit bounds
 // messages, as it does every call's. grpc.Peer is not filled in.
@@ -85,7 +86,7 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 		return err
 	}
 	req := getBuf()
-	body, err := marshal((*req)[:0], args, "arguments of "+method)
+	body, err := co.marshal((*req)[:0], args, "arguments of "+method)
 	if err != nil {
 		return toStatusError(err)
 	}
@@ -104,7 +105,7 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 		// or running the handler on it.
 		return toStatusError(cerr)
 	}
-	err = unmarshal(*out, reply, "reply of "+method)
+	err = co.unmarshal(*out, reply, "reply of "+method)
 	putBuf(req)
 	putBuf(out) // proto.Unmarshal copies what it keeps
 	if err != nil {
@@ -138,6 +139,7 @@ func putBuf(b *[]byte) {
 type callOpts struct {
 	header, trailer []*metadata.MD
 	onFinish        []func(error)
+	codec           *forcedCodec // ForceCodec's or ForceCodecV2's; nil: protobuf (forced_codec.go)
 }
 
 // callOptions reads opts, or refuses the call for one that would change
@@ -152,8 +154,12 @@ func callOptions(opts []grpc.CallOption) (callOpts, error) {
 			co.trailer = append(co.trailer, o.TrailerAddr)
 		case grpc.OnFinishCallOption:
 			co.onFinish = append(co.onFinish, o.OnFinish)
-		case grpc.PerRPCCredsCallOption, grpc.ForceCodecCallOption, grpc.ForceCodecV2CallOption, grpc.ContentSubtypeCallOption:
-			return co, status.Errorf(codes.Unimplemented, "grpczerodial: call option %T is not supported: messages are protobuf's binary encoding, and credentials are the transport's (TLS) or metadata's", o)
+		case grpc.ForceCodecCallOption:
+			co.codec = &forcedCodec{v1: o.Codec}
+		case grpc.ForceCodecV2CallOption:
+			co.codec = &forcedCodec{v2: o.CodecV2}
+		case grpc.PerRPCCredsCallOption, grpc.ContentSubtypeCallOption:
+			return co, status.Errorf(codes.Unimplemented, "grpczerodial: call option %T is not supported: messages are protobuf's binary encoding (or a codec forced with grpc.ForceCodec), and credentials are the transport's (TLS) or metadata's", o)
 		}
 	}
 	return co, nil

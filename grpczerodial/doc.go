@@ -41,8 +41,17 @@
 //     WithStreamInterceptors) and client (WithUnaryClientInterceptors,
 //     WithStreamClientInterceptors), run on every path, inside dispatch's.
 //
+// A failure is a status (status.FromError, status.Code) that wraps
+// dispatch's error: errors.Is sees dispatch.ErrShutdown,
+// transport.ErrFrameTooLarge and the context's errors, and errors.As the
+// *dispatch.Error. A call given grpc.ForceCodec encodes its messages with
+// that codec, for a method of the Server's own codec (Go types in
+// msgpack): code written against grpc.ClientConnInterface calls any
+// dispatch method so, and the conformance suite (dispatchtest) runs
+// through a ClientConn.
+//
 // What differs: call options that change what is sent (per-call
-// credentials, a forced codec or content subtype) are refused, and those
-// with no meaning off grpc-go's transport are ignored (ClientConn says
-// which). Messages are protobuf's binary encoding.
+// credentials, a content subtype) are refused, and those with no meaning
+// off grpc-go's transport are ignored (ClientConn says which). Messages
+// are protobuf's binary encoding unless a codec is forced.
 package grpczerodial

@@ -68,12 +68,17 @@ type setup struct {
 	// register registers services; by default, gRPC's interop TestService
 	// and the health service.
 	register func(reg *grpczerodial.Registrar)
+	// methods, when not nil, registers methods of dispatch's own.
+	methods func(srv *dispatch.Server)
 }
 
 func start(t testing.TB, p path, s setup) *env {
 	t.Helper()
 	srv := dispatch.NewServer(s.srvOpts...)
 	reg := grpczerodial.NewRegistrar(srv, s.regOpts...)
+	if s.methods != nil {
+		s.methods(srv)
+	}
 	if s.register != nil {
 		s.register(reg)
 	} else {
