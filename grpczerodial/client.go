@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/zerodial/transport/codec"
@@ -20,14 +21,15 @@ import (
 // shortcut in copy or direct mode, memory, tcp, mux, replicas — to a
 // service registered through a Registrar.
 //
-// Of gRPC's call options, Header, Trailer and OnFinish are kept;
+// Of gRPC's call options, Header, Trailer and OnFinish are kept, and Peer
+// for a unary call (call_peer.go says what it holds);
 // ForceCodec and ForceCodecV2 encode the call's messages with that codec,
 // for a method of the Server's own codec (forced_codec.go says how);
 // PerRPCCredentials and CallContentSubtype, which change what is sent, are
 // refused (the call fails with Unimplemented and is not made); the rest (WaitForReady, compressors,
 // message sizes, the authority, StaticMethod) mean nothing off grpc-go's
 // own transport and are ignored: the Client's frame limit bounds
-// messages, as it does every call's. grpc.Peer is not filled in.
+// messages, as it does every call's.
 //
 // Every method a Registrar registers borrows its arguments
 // (dispatch.Borrows): its messages are encoded anyway, so a Client with
@@ -97,7 +99,12 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 		ctx = dispatch.CaptureReplyMetadata(ctx, &rmd)
 	}
 	out := getBuf()
-	cerr := cc.c.Call(ctx, name, (*codec.Raw)(req), (*codec.Raw)(out))
+	var cerr error
+	if len(co.peer) == 0 {
+		cerr = cc.c.Call(ctx, name, (*codec.Raw)(req), (*codec.Raw)(out))
+	} else {
+		cerr = co.callPeer(ctx, cc.c, name, (*codec.Raw)(req), (*codec.Raw)(out))
+	}
 	co.deliver(fromDispatchMD(rmd))
 	if cerr != nil {
 		// The buffers are not reused: a call that returned before its
@@ -140,6 +147,7 @@ type callOpts struct {
 	header, trailer []*metadata.MD
 	onFinish        []func(error)
 	codec           *forcedCodec // ForceCodec's or ForceCodecV2's; nil: protobuf (forced_codec.go)
+	peer            []*peer.Peer // grpc.Peer's (call_peer.go)
 }
 
 // callOptions reads opts, or refuses the call for one that would change
@@ -154,6 +162,8 @@ func callOptions(opts []grpc.CallOption) (callOpts, error) {
 			co.trailer = append(co.trailer, o.TrailerAddr)
 		case grpc.OnFinishCallOption:
 			co.onFinish = append(co.onFinish, o.OnFinish)
+		case grpc.PeerCallOption:
+			co.peer = append(co.peer, o.PeerAddr)
 		case grpc.ForceCodecCallOption:
 			co.codec = &forcedCodec{v1: o.Codec}
 		case grpc.ForceCodecV2CallOption:

@@ -58,6 +58,8 @@ type env struct {
 	reg *grpczerodial.Registrar
 	c   *dispatch.Client
 	cc  *grpczerodial.ClientConn
+	// addr is the Server's listener's address, which the Client dials.
+	addr string
 }
 
 type setup struct {
@@ -102,7 +104,7 @@ func start(t testing.TB, p path, s setup) *env {
 			cl.Close()
 		}
 	})
-	return &env{srv: srv, reg: reg, c: c, cc: grpczerodial.NewClientConn(c, s.ccOpts...)}
+	return &env{srv: srv, reg: reg, c: c, cc: grpczerodial.NewClientConn(c, s.ccOpts...), addr: l.Addr().String()}
 }
 
 // forEachPath runs f as a subtest on every path.
