@@ -37,6 +37,9 @@ type MethodInfo struct {
 	Args, Reply reflect.Type
 	// Stream is set for a streaming method (HandleStream).
 	Stream bool
+	// Encoding says what the bytes of a method of raw bodies hold, when
+	// its registration said (WithEncoding); nil otherwise.
+	Encoding *Encoding
 }
 
 // Method describes the method registered under name ("Service.Method"),
@@ -61,11 +64,16 @@ func (s *Server) MethodInfos() []MethodInfo {
 }
 
 func (m *method) info() MethodInfo {
+	var enc *Encoding
+	if m.encoding != nil {
+		e := *m.encoding // the caller's to keep
+		enc = &e
+	}
 	if m.stream != nil {
-		return MethodInfo{Name: m.name, Args: m.stream.in, Reply: m.stream.out, Stream: true}
+		return MethodInfo{Name: m.name, Args: m.stream.in, Reply: m.stream.out, Stream: true, Encoding: enc}
 	}
 	a, r := m.newPair()
-	return MethodInfo{Name: m.name, Args: reflect.TypeOf(a).Elem(), Reply: reflect.TypeOf(r).Elem()}
+	return MethodInfo{Name: m.name, Args: reflect.TypeOf(a).Elem(), Reply: reflect.TypeOf(r).Elem(), Encoding: enc}
 }
 
 // errStoppedForeign is what a call of a foreign protocol gets when the

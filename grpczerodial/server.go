@@ -75,7 +75,7 @@ func (r *Registrar) Register(desc *grpc.ServiceDesc, impl any) error {
 		// The handler reads its arguments only until it returns (it
 		// decodes them into a message of its own) and keeps no reply: a
 		// ShortcutDirect caller's bytes are lent, not copied.
-		if err := dispatch.Handle(r.srv, name, r.unaryHandler(impl, full, md.Handler), dispatch.Borrows()); err != nil {
+		if err := dispatch.Handle(r.srv, name, r.unaryHandler(impl, full, md.Handler), dispatch.Borrows(), bodies(desc.ServiceName, md.MethodName)); err != nil {
 			return fmt.Errorf("grpczerodial: Register %s: %w", full, err)
 		}
 		info.Methods = append(info.Methods, grpc.MethodInfo{Name: md.MethodName})
@@ -83,7 +83,7 @@ func (r *Registrar) Register(desc *grpc.ServiceDesc, impl any) error {
 	for _, sd := range desc.Streams {
 		name := desc.ServiceName + "." + sd.StreamName
 		full := "/" + desc.ServiceName + "/" + sd.StreamName
-		if err := dispatch.HandleStream(r.srv, name, r.streamHandler(impl, full, sd)); err != nil {
+		if err := dispatch.HandleStream(r.srv, name, r.streamHandler(impl, full, sd), bodies(desc.ServiceName, sd.StreamName)); err != nil {
 			return fmt.Errorf("grpczerodial: Register %s: %w", full, err)
 		}
 		info.Methods = append(info.Methods, grpc.MethodInfo{Name: sd.StreamName, IsClientStream: sd.ClientStreams, IsServerStream: sd.ServerStreams})
