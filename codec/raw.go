@@ -1,6 +1,9 @@
 package codec
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // Raw is a body that is already encoded, as a json.RawMessage is JSON
 // already. Codecs pass it through untouched instead of encoding it, so an
@@ -90,4 +93,20 @@ func unmarshalRaw(data []byte, v any) (ok bool, err error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+var rawBodyType = reflect.TypeFor[RawBody]()
+
+// PassesThrough reports whether Msgpack passes values of type t through
+// as bodies encoded already, rather than encoding them: Raw, []byte, and
+// the types whose values or pointers are RawBodies. A method whose
+// arguments and reply are such types takes and returns bodies of another
+// encoding (dispatch.WithEncoding says which), which a protocol may hand
+// through as they come (httpzerodial serves them in Protobuf too).
+func PassesThrough(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	return t == reflect.TypeFor[Raw]() || t == reflect.TypeFor[[]byte]() ||
+		t.Implements(rawBodyType) || reflect.PointerTo(t).Implements(rawBodyType)
 }

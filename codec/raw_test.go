@@ -1,6 +1,7 @@
 package codec_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -102,4 +103,23 @@ func TestRawBodyPassesThrough(t *testing.T) {
 	var u upper
 	require.NoError(t, codec.Msgpack.Unmarshal([]byte("DEF"), &u))
 	assert.Equal(t, "def", u.text)
+}
+
+// PassesThrough names exactly the types Msgpack hands through: Raw,
+// []byte and RawBodies (the type, or its pointer, implementing it); other
+// byte slices are encoded, and so is everything else.
+func TestPassesThrough(t *testing.T) {
+	type bytes []byte
+	for typ, want := range map[reflect.Type]bool{
+		reflect.TypeFor[codec.Raw]():  true,
+		reflect.TypeFor[[]byte]():     true,
+		reflect.TypeFor[upper]():      true, // *upper is a RawBody
+		reflect.TypeFor[*upper]():     true,
+		reflect.TypeFor[bytes]():      false,
+		reflect.TypeFor[string]():     false,
+		reflect.TypeFor[*codec.Raw](): false, // a method's type, not a pointer to it
+		nil:                           false,
+	} {
+		assert.Equal(t, want, codec.PassesThrough(typ), "%v", typ)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"google.golang.org/protobuf/proto"
@@ -21,13 +22,15 @@ import (
 // shortcut in copy or direct mode, memory, tcp, mux, replicas — to a
 // service registered through a Registrar.
 //
-// Of gRPC's call options, Header, Trailer and OnFinish are kept;
-// PerRPCCredentials, ForceCodec, ForceCodecV2 and CallContentSubtype,
-// which change what is sent, are refused (the call fails with
-// Unimplemented and is not made); the rest (WaitForReady, compressors,
+// Of gRPC's call options, Header, Trailer and OnFinish are kept, and Peer
+// for a unary call (call_peer.go says what it holds);
+// ForceCodec and ForceCodecV2 encode the call's messages with that codec,
+// for a method of the Server's own codec (forced_codec.go says how);
+// PerRPCCredentials and CallContentSubtype, which change what is sent, are
+// refused (the call fails with Unimplemented and is not made); the rest (WaitForReady, compressors,
 // message sizes, the authority, StaticMethod) mean nothing off grpc-go's
 // own transport and are ignored: the Client's frame limit bounds
-// messages, as it does every call's. grpc.Peer is not filled in.
+// messages, as it does every call's.
 //
 // On the direct shortcut (dispatch.ShortcutDirect) nothing is encoded: a
 // method registered with Borrows is lent the caller's request and lends
@@ -90,7 +93,7 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 	// nothing holds once Call has returned.
 	bodies := new([2]body)
 	req, out := &bodies[0], &bodies[1]
-	if err := req.request(args, method); err != nil {
+	if err := co.request(req, args, method); err != nil {
 		return toStatusError(err)
 	}
 	ctx = outgoing(ctx)
@@ -100,12 +103,12 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 		ctx = dispatch.CaptureReplyMetadata(ctx, rmd)
 		defer func() { co.deliver(fromDispatchMD(*rmd)) }()
 	}
-	cerr := cc.c.Call(ctx, name, req, out)
+	cerr := co.call(ctx, cc.c, name, req, out)
 	if cerr != nil {
 		out.release()
 		return toStatusError(cerr)
 	}
-	err = out.decode(reply, out.Lent, "reply of ", method)
+	err = co.reply(out, reply, method)
 	out.release() // proto.Unmarshal copies what it keeps
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
@@ -151,6 +154,8 @@ func putBuf(b *[]byte) {
 type callOpts struct {
 	header, trailer []*metadata.MD
 	onFinish        []func(error)
+	codec           *forcedCodec // ForceCodec's or ForceCodecV2's; nil: protobuf (forced_codec.go)
+	peer            []*peer.Peer // grpc.Peer's (call_peer.go)
 }
 
 // callOptions reads opts, or refuses the call for one that would change
@@ -165,8 +170,14 @@ func callOptions(opts []grpc.CallOption) (callOpts, error) {
 			co.trailer = append(co.trailer, o.TrailerAddr)
 		case grpc.OnFinishCallOption:
 			co.onFinish = append(co.onFinish, o.OnFinish)
-		case grpc.PerRPCCredsCallOption, grpc.ForceCodecCallOption, grpc.ForceCodecV2CallOption, grpc.ContentSubtypeCallOption:
-			return co, status.Errorf(codes.Unimplemented, "grpczerodial: call option %T is not supported: messages are protobuf's binary encoding, and credentials are the transport's (TLS) or metadata's", o)
+		case grpc.PeerCallOption:
+			co.peer = append(co.peer, o.PeerAddr)
+		case grpc.ForceCodecCallOption:
+			co.codec = &forcedCodec{v1: o.Codec}
+		case grpc.ForceCodecV2CallOption:
+			co.codec = &forcedCodec{v2: o.CodecV2}
+		case grpc.PerRPCCredsCallOption, grpc.ContentSubtypeCallOption:
+			return co, status.Errorf(codes.Unimplemented, "grpczerodial: call option %T is not supported: messages are protobuf's binary encoding (or a codec forced with grpc.ForceCodec), and credentials are the transport's (TLS) or metadata's", o)
 		}
 	}
 	return co, nil

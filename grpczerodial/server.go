@@ -82,7 +82,7 @@ func (r *Registrar) Register(desc *grpc.ServiceDesc, impl any, opts ...RegisterO
 		// reply, so that a ShortcutDirect caller passes its messages
 		// rather than their encodings.
 		h := r.unaryHandler(impl, full, md.Handler, ro.borrowing(md.MethodName))
-		if err := dispatch.Handle(r.srv, name, h, dispatch.Borrows()); err != nil {
+		if err := dispatch.Handle(r.srv, name, h, dispatch.Borrows(), bodies(desc.ServiceName, md.MethodName)); err != nil {
 			return fmt.Errorf("grpczerodial: Register %s: %w", full, err)
 		}
 		info.Methods = append(info.Methods, grpc.MethodInfo{Name: md.MethodName})
@@ -90,7 +90,7 @@ func (r *Registrar) Register(desc *grpc.ServiceDesc, impl any, opts ...RegisterO
 	for _, sd := range desc.Streams {
 		name := desc.ServiceName + "." + sd.StreamName
 		full := "/" + desc.ServiceName + "/" + sd.StreamName
-		if err := dispatch.HandleStream(r.srv, name, r.streamHandler(impl, full, sd)); err != nil {
+		if err := dispatch.HandleStream(r.srv, name, r.streamHandler(impl, full, sd), bodies(desc.ServiceName, sd.StreamName)); err != nil {
 			return fmt.Errorf("grpczerodial: Register %s: %w", full, err)
 		}
 		info.Methods = append(info.Methods, grpc.MethodInfo{Name: sd.StreamName, IsClientStream: sd.ClientStreams, IsServerStream: sd.ServerStreams})

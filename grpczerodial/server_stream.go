@@ -81,7 +81,6 @@ type serverStream struct {
 	header     metadata.MD
 	trailer    metadata.MD
 	headerSent bool
-	headerHeld bool // sent, to a caller without framing: it goes with the end
 	sealed     bool
 }
 
@@ -132,13 +131,16 @@ func (ss *serverStream) SendHeader(md metadata.MD) error {
 	}
 	h := metadata.Join(ss.header, md)
 	if !ss.framed {
-		// No frame for a header: it goes with the end, as it would
-		// have come before any message; the caller learns the handler
-		// is ready.
+		// No frame for a header: it is the reply metadata so far, which
+		// goes with the end, as it would have come before any message,
+		// or in a header of the protocol's before it (httpzerodial's
+		// response headers); the caller learns the handler is ready.
 		ss.header = h
 		ss.headerSent = true
-		ss.headerHeld = true
 		ss.mu.Unlock()
+		if err := ss.holdHeader(h); err != nil {
+			return err
+		}
 		ss.s.Ready()
 		return nil
 	}
@@ -174,6 +176,16 @@ func (ss *serverStream) sendHeader(h metadata.MD) error {
 	return nil
 }
 
+// holdHeader sets h as the reply metadata so far, for a caller without
+// framing: it goes with the end, or before the first message where the
+// path has a header of its own (dispatch.StreamHeaderSender).
+func (ss *serverStream) holdHeader(h metadata.MD) error {
+	if err := dispatch.SetReplyMetadata(ss.ctx, replyMD(h, nil)); err != nil {
+		return toStatusError(err)
+	}
+	return nil
+}
+
 func (ss *serverStream) SendMsg(m any) error {
 	ss.sendMu.Lock()
 	defer ss.sendMu.Unlock()
@@ -182,11 +194,14 @@ func (ss *serverStream) SendMsg(m any) error {
 	if !ss.headerSent {
 		ss.headerSent = true
 		h = ss.header
-		ss.headerHeld = !ss.framed
 	}
 	ss.mu.Unlock()
-	if len(h) > 0 && ss.framed {
-		if err := ss.sendHeader(h); err != nil {
+	if len(h) > 0 {
+		send := ss.sendHeader
+		if !ss.framed {
+			send = ss.holdHeader
+		}
+		if err := send(h); err != nil {
 			return err
 		}
 	}
@@ -244,7 +259,7 @@ func (ss *serverStream) seal() dispatch.Metadata {
 	defer ss.mu.Unlock()
 	ss.sealed = true
 	var h metadata.MD
-	if !ss.headerSent || ss.headerHeld {
+	if !ss.headerSent {
 		h = ss.header
 	}
 	return replyMD(h, ss.trailer)

@@ -396,7 +396,7 @@ func replyMetadata(h, trailer http.Header) dispatch.Metadata {
 			if md == nil {
 				md = make(dispatch.Metadata)
 			}
-			md[name] = strings.Join(vs, ", ")
+			md[name] = metadataValue(name, strings.Join(vs, ", "))
 		}
 	}
 	return md

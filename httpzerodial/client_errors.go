@@ -89,13 +89,17 @@ func networkFailure(err error) bool {
 // requestMetadata sets md as the headers of a request, or refuses a key
 // or value a header cannot carry: net/http would refuse the request in
 // words that do not say it was the metadata. Keys the protocols reserve
-// are left out, as they are never metadata on the Handler's side.
+// are left out, as they are never metadata on the Handler's side. A binary
+// key's value (a name ending in "-bin") goes in base64, as the Handler
+// reads it, so that it may hold any bytes.
 func requestMetadata(h http.Header, md dispatch.Metadata) error {
 	for k, v := range md {
 		if !validName(k) {
 			return &dispatch.Error{Code: dispatch.CodeInvalidArgument, Message: fmt.Sprintf("httpzerodial: the metadata key %q cannot be an HTTP header name (RFC 9110's token)", k)}
 		}
-		if !validValue(v) {
+		if strings.HasSuffix(strings.ToLower(k), binarySuffix) {
+			v = connect.EncodeBinaryHeader([]byte(v))
+		} else if !validValue(v) {
 			return &dispatch.Error{Code: dispatch.CodeInvalidArgument, Message: fmt.Sprintf("httpzerodial: the value of the metadata key %q has a control character, which an HTTP header cannot carry", k)}
 		}
 		if !reserved(strings.ToLower(k)) {

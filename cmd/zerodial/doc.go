@@ -59,6 +59,10 @@
 // tcp or mux it calls Describe.Methods, which a Server answers when its
 // program calls describe.Register(srv); over HTTP it reads
 // httpzerodial.Describe, mounted beside the Handler. Both print the same.
+// A gRPC method registered through grpczerodial is listed with its
+// protobuf messages and its gRPC name, "Pkg.Svc.M(protobuf pkg.Req)
+// protobuf pkg.Res  # gRPC method /pkg.Svc/M"; its bodies are protobuf,
+// which call does not write: call it with a gRPC client, or over HTTP.
 // A Server that does not describe itself exits 1 with not_found and says
 // how to make it do so.
 //
