@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // TestCallCtxAfterFuncs: the functions AfterFunc registers on a handler's
@@ -41,4 +42,16 @@ func TestCallCtxAfterFuncs(t *testing.T) {
 	late := make(chan struct{})
 	c.AfterFunc(func() { close(late) }) // after the end: at once
 	<-late
+}
+
+// TestShortcutCtxSize: a shortcut handler's context, allocated for every
+// call of a method that sees its context, stays in the allocator's
+// 144-byte size class (BenchmarkCall's shortcut rows): what only a handler
+// that asks for Done needs is in its shortcutWatch. A field added to the
+// call's description, or to callCtx, that takes it past 144 bytes costs
+// every such call the next class, 160, and should make room first.
+func TestShortcutCtxSize(t *testing.T) {
+	if size := unsafe.Sizeof(shortcutCtx{}); size > 144 {
+		t.Errorf("shortcutCtx is %d bytes, past the 144-byte size class", size)
+	}
 }
