@@ -349,6 +349,12 @@ func (s *httpStream) Close() {
 		}
 		s.rmu.Unlock()
 	}
+	s.closeRequestIfFree()
+}
+
+// closeRequestIfFree closes the request's side unless a Send or CloseSend
+// is in it (smu), which is left to its user, as the struct's comment says.
+func (s *httpStream) closeRequestIfFree() {
 	if s.smu.TryLock() {
 		if !s.reqClosed && s.conn != nil {
 			s.reqClosed = true
@@ -375,11 +381,5 @@ func (s *httpStream) closeAfterDeadline() {
 		}
 		s.rmu.Unlock()
 	}
-	if s.smu.TryLock() {
-		if !s.reqClosed && s.conn != nil {
-			s.reqClosed = true
-			_ = s.conn.CloseRequest()
-		}
-		s.smu.Unlock()
-	}
+	s.closeRequestIfFree()
 }
