@@ -114,14 +114,17 @@ func (s *socket) WaitFrame() error {
 	return s.failed(err, io.EOF)
 }
 
-// failed maps an error of the pipe to the Socket's: errGone to gone, and
-// an error that left a ring out of step — part of a message, or a peer
+// failed maps an error of the pipe to the Socket's: the peer's going to
+// gone (Recv's io.EOF, Send's errPeerClosed), and an error that left a ring out of step — part of a message, or a peer
 // that wrote out of turn — closes the socket.
 func (s *socket) failed(err error, gone error) error {
 	if err == nil {
 		return nil
 	}
-	if err == errGone {
+	if errors.Is(err, errGone) {
+		// Part way through a message or not, the peer is not there to
+		// read the rest: nothing is out of step for this end's reader,
+		// which reads what came before and then io.EOF.
 		return gone
 	}
 	var mf *errMidFrame
