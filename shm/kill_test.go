@@ -116,4 +116,3 @@ func shmMaps(t *testing.T) int {
 	require.NoError(t, err)
 	return strings.Count(string(b), "memfd:zerodial-shm")
 }
-
