@@ -28,11 +28,13 @@ type socket struct {
 	sendMu sync.Mutex // held by Send: one writer of out at a time
 	recvMu sync.Mutex // held by Recv and WaitFrame: one reader of in
 
-	closed    atomic.Bool
-	gone      atomic.Bool  // the peer's socket ended
-	rd, wd    atomic.Int64 // the deadlines, in Unix nanoseconds; 0 for none
-	watched   chan struct{}
-	closeOnce sync.Once
+	closed   atomic.Bool
+	cause    atomic.Pointer[error] // what closed the socket, when a failure did
+	gone     atomic.Bool           // the peer's socket ended
+	rd, wd   atomic.Int64          // the deadlines, in Unix nanoseconds; 0 for none
+	watched  chan struct{}
+	shutOnce sync.Once
+	freeOnce sync.Once
 
 	wakeR, wakeW [8]byte // sleep's read buffers, fields so as not to escape
 
@@ -92,9 +94,9 @@ func (s *socket) Send(m *transport.Message) error {
 
 func (s *socket) Recv(m *transport.Message) error {
 	s.recvMu.Lock()
-	if s.closed.Load() {
+	if s.closed.Load() || s.cause.Load() != nil {
 		s.recvMu.Unlock()
-		return transport.ErrClosed
+		return s.closedErr()
 	}
 	err := s.readFrame(m)
 	s.recvMu.Unlock()
@@ -105,9 +107,9 @@ func (s *socket) Recv(m *transport.Message) error {
 // (transport.FrameWaiter).
 func (s *socket) WaitFrame() error {
 	s.recvMu.Lock()
-	if s.closed.Load() {
+	if s.closed.Load() || s.cause.Load() != nil {
 		s.recvMu.Unlock()
-		return transport.ErrClosed
+		return s.closedErr()
 	}
 	err := s.waitFrame()
 	s.recvMu.Unlock()
@@ -129,12 +131,32 @@ func (s *socket) failed(err error, gone error) error {
 	}
 	var mf *errMidFrame
 	if errors.As(err, &mf) || errors.Is(err, transport.ErrProtocol) {
-		s.Close()
 		if mf != nil {
 			err = mf.err
 		}
+		if s.cause.CompareAndSwap(nil, &err) {
+			// Shut at once, as tcp's Socket closes, and every later Recv
+			// returns the cause (closedErr); freed on a goroutine of its
+			// own, since free waits for the locks and the watcher: this
+			// caller returns the cause without that wait, so that a
+			// dispatch connection records it rather than the ErrClosed a
+			// Send meets meanwhile.
+			s.shut()
+			go s.Close()
+		}
 	}
 	return err
+}
+
+// closedErr is the error of a Recv or WaitFrame on a closed socket: what
+// closed it, when a failure did (a message over the limit, a peer that
+// wrote out of turn), so that every reader learns the cause, whichever
+// comes first, as over tcp; transport.ErrClosed after Close.
+func (s *socket) closedErr() error {
+	if c := s.cause.Load(); c != nil {
+		return *c
+	}
+	return transport.ErrClosed
 }
 
 // Close closes the socket: its own waits end at once (their eventfds
@@ -143,23 +165,35 @@ func (s *socket) failed(err error, gone error) error {
 // the descriptors closed. The memfd has no name: the memory is the
 // kernel's to free when the peer has unmapped it too.
 func (s *socket) Close() error {
-	s.closeOnce.Do(func() {
+	s.shut()
+	s.freeOnce.Do(s.free)
+	return nil
+}
+
+// shut is Close's first part, which does not wait: Send and Recv fail
+// from now on, waits end, and the peer learns of it.
+func (s *socket) shut() {
+	s.shutOnce.Do(func() {
 		s.closed.Store(true)
 		s.e.data.Close()
 		s.e.room.Close()
 		s.conn.Close()
-		<-s.watched
-		s.sendMu.Lock()
-		s.recvMu.Lock()
-		unix.Munmap(s.e.mem)
-		closeFDs(s.e.peerData, s.e.peerRoom)
-		s.recvMu.Unlock()
-		s.sendMu.Unlock()
 		if s.dialledBy != nil {
 			s.dialledBy.Remove(s)
 		}
 	})
-	return nil
+}
+
+// free is Close's second part: it waits until the watcher has gone and
+// no Send or Recv is in the rings, and frees the memory and descriptors.
+func (s *socket) free() {
+	<-s.watched
+	s.sendMu.Lock()
+	s.recvMu.Lock()
+	unix.Munmap(s.e.mem)
+	closeFDs(s.e.peerData, s.e.peerRoom)
+	s.recvMu.Unlock()
+	s.sendMu.Unlock()
 }
 
 func (s *socket) LocalAddr() net.Addr  { return s.conn.LocalAddr() }

@@ -25,7 +25,7 @@ var one = [8]byte{1} // an eventfd counts what is written, as a uint64 in the ho
 // passed.
 func (s *socket) check(data bool) error {
 	if s.closed.Load() {
-		return transport.ErrClosed
+		return s.closedErrOf(data)
 	}
 	d := &s.wd
 	if data {
@@ -35,6 +35,15 @@ func (s *socket) check(data bool) error {
 		return transport.ErrTimeout
 	}
 	return nil
+}
+
+// closedErrOf is the error of a wait that the socket's Close ended: the
+// cause for a reader (closedErr), transport.ErrClosed for a writer.
+func (s *socket) closedErrOf(data bool) error {
+	if data {
+		return s.closedErr()
+	}
+	return transport.ErrClosed
 }
 
 func (s *socket) peerGone() bool { return s.gone.Load() }
@@ -53,7 +62,7 @@ func (s *socket) sleep(data bool) error {
 	case err == nil:
 		return nil
 	case s.closed.Load():
-		return transport.ErrClosed
+		return s.closedErrOf(data)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return transport.ErrTimeout
 	}
