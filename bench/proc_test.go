@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/mux"
+	"github.com/zerodial/transport/shm"
 	"github.com/zerodial/transport/tcp"
 )
 
@@ -25,13 +27,17 @@ import (
 //     TCP and over a unix socket;
 //   - zerodial-tcp-proc, zerodial-tcp-unix-proc, zerodial-mux-unix-proc:
 //     zerodial-tcp's Client over loopback TCP, over a unix socket, and
-//     zerodial-mux's over a unix socket.
+//     zerodial-mux's over a unix socket;
+//   - zerodial-shm-proc: zerodial's Client over shared memory (the shm
+//     transport, Linux), met over a unix socket.
+//
+// zerodial-tcp-unix-proc and zerodial-shm-proc run at 64KiB and 1MiB too.
 //
 // cpu-ns/op counts the caller's process alone: the child's CPU is not
 // measured.
 
 // childEnv names the kind a child serves ("floor-tcp", "floor-unix",
-// "tcp", "mux") and childAddrEnv the address it listens on.
+// "tcp", "mux", "shm") and childAddrEnv the address it listens on.
 const (
 	childEnv     = "ZERODIAL_BENCH_CHILD"
 	childAddrEnv = "ZERODIAL_BENCH_CHILD_ADDR"
@@ -49,11 +55,21 @@ func init() {
 	}, size16)
 	register("zerodial-tcp-unix-proc", func(tb testing.TB, _ size) func() callFunc {
 		return zerodialProc(tb, tcp.New(), startChild(tb, "tcp", "unix:"+socketPath(tb)))
-	}, size16)
+	}, procSizes...)
 	register("zerodial-mux-unix-proc", func(tb testing.TB, _ size) func() callFunc {
 		return zerodialProc(tb, mux.New(), startChild(tb, "mux", "unix:"+socketPath(tb)))
 	}, size16)
+	register("zerodial-shm-proc", func(tb testing.TB, _ size) func() callFunc {
+		if runtime.GOOS != "linux" {
+			tb.Skip("shared memory needs Linux")
+		}
+		return zerodialProc(tb, shm.New(), startChild(tb, "shm", "unix:"+socketPath(tb)))
+	}, procSizes...)
 }
+
+// procSizes are the sizes of the two-process rows that compare a path's
+// cost of moving bytes: the call, and bodies of 64 KiB and 1 MiB.
+var procSizes = []size{size16, sizes[2], sizes[3]}
 
 // rawProc makes floor-tcp's calls to a child's raw listener.
 func rawProc(tb testing.TB, network, addr string) func() callFunc {
@@ -140,10 +156,13 @@ func serveChild(kind, addr string) int {
 		io.Copy(io.Discard, os.Stdin)
 		ln.Close()
 		return 0
-	case "tcp", "mux":
+	case "tcp", "mux", "shm":
 		var tr transport.Transport = tcp.New()
-		if kind == "mux" {
+		switch kind {
+		case "mux":
 			tr = mux.New()
+		case "shm":
+			tr = shm.New()
 		}
 		srv := dispatch.NewServer()
 		if err := registerReflect(srv); err != nil {

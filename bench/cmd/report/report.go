@@ -50,6 +50,7 @@ var impls = []struct{ name, family string }{
 	{"zerodial-tcp-proc", "zerodial"},
 	{"zerodial-tcp-unix-proc", "zerodial"},
 	{"zerodial-mux-unix-proc", "zerodial"},
+	{"zerodial-shm-proc", "zerodial"},
 	{"floor-tcp-proc", "floor"},
 	{"floor-unix-proc", "floor"},
 }
@@ -73,6 +74,7 @@ var paths = []struct{ impl, peer, floor string }{
 	{"zerodial-tcp-proc", "netrpc-tcp", "floor-tcp-proc"},
 	{"zerodial-tcp-unix-proc", "netrpc-tcp", "floor-unix-proc"},
 	{"zerodial-mux-unix-proc", "netrpc-yamux", "floor-unix-proc"},
+	{"zerodial-shm-proc", "netrpc-tcp", "floor-unix-proc"},
 }
 
 // migration pairs each row where one end of a net/rpc call has moved to
