@@ -58,6 +58,7 @@ type pipe struct {
 
 	rpos, released uint64 // in's tail as this end read and released it
 	rbuf           []byte // the header block read
+	interns        frame.Interner
 }
 
 // errMidFrame marks an error after part of a record was read or written:
@@ -325,11 +326,11 @@ func (e *pipe) readHeader(m *transport.Message, hl int) error {
 		e.rbuf = nil
 	}
 	// b is a local copy now: the peer can no longer change it.
-	return parseHeader(m.Header, b)
+	return e.parseHeader(m.Header, b)
 }
 
 // parseHeader parses a header block into h, as frame's Reader does.
-func parseHeader(h map[string]string, b []byte) error {
+func (e *pipe) parseHeader(h map[string]string, b []byte) error {
 	for len(b) > 0 {
 		k, rest, err := field(b)
 		if err != nil {
@@ -346,7 +347,8 @@ func parseHeader(h map[string]string, b []byte) error {
 		if _, dup := h[string(k)]; dup {
 			return fmt.Errorf("%w: duplicate header key %q", transport.ErrProtocol, k)
 		}
-		h[string(k)] = string(v)
+		ks, vs := e.interns.Field(k, v)
+		h[ks] = vs
 	}
 	return nil
 }

@@ -134,7 +134,8 @@ func (s *socket) failed(err error, gone error) error {
 		if mf != nil {
 			err = mf.err
 		}
-		if s.cause.CompareAndSwap(nil, &err) {
+		cause := err // its own variable, so that only this path allocates it
+		if s.cause.CompareAndSwap(nil, &cause) {
 			// Shut at once, as tcp's Socket closes, and every later Recv
 			// returns the cause (closedErr); freed on a goroutine of its
 			// own, since free waits for the locks and the watcher: this
