@@ -5,8 +5,8 @@
 // promises when things go wrong.
 //
 //   - TestServerKilledInFlight: a server dies under 100 calls in flight, on
-//     each of the five paths (over tcp and mux it runs in a child process,
-//     killed with SIGKILL); every call fails with ErrShutdown within a
+//     each of the five paths and over shared memory (over tcp, mux and shm
+//     it runs in a child process, killed with SIGKILL); every call fails with ErrShutdown within a
 //     second (5 s are allowed, for a loaded machine), and the same Client
 //     works again once the server is back.
 //   - TestPartition: a server in a network namespace is cut off by taking

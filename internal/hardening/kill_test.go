@@ -30,7 +30,7 @@ type victim struct {
 }
 
 // TestServerKilledInFlight kills a server with 100 calls in flight on each
-// of the five paths and checks that every call fails at once, all alike,
+// of the five paths, and over shared memory, and checks that every call fails at once, all alike,
 // with ErrShutdown — the error dispatch documents for the calls in flight
 // when a connection fails or the Server is closed — and leaves its reply
 // zero; that a call made while the server is down is refused; and that the
@@ -43,6 +43,7 @@ func TestServerKilledInFlight(t *testing.T) {
 		{"memory", inProcessVictim("memory", dispatch.ShortcutOff)},
 		{"tcp", childVictim("tcp")},
 		{"mux", childVictim("mux")},
+		{"shm", childVictim("shm")},
 		{"shortcut-copy", inProcessVictim("tcp", dispatch.ShortcutCopy)},
 		{"shortcut-direct", inProcessVictim("tcp", dispatch.ShortcutDirect)},
 	}
@@ -212,7 +213,11 @@ func inProcessVictim(kind string, mode dispatch.ShortcutMode) func(t *testing.T)
 // SIGKILL.
 func childVictim(kind string) func(t *testing.T) *victim {
 	return func(t *testing.T) *victim {
-		ch := startChild(t, kind, "127.0.0.1:0")
+		listen := "127.0.0.1:0"
+		if kind == "shm" {
+			listen = "" // a free abstract unix name, which the restart takes again
+		}
+		ch := startChild(t, kind, listen)
 		addr := ch.addr
 		tr := newTransport(t, kind)
 		c := dial(t, tr, addr)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/memory"
 	"github.com/zerodial/transport/mux"
+	"github.com/zerodial/transport/shm"
 	"github.com/zerodial/transport/tcp"
 )
 
@@ -87,8 +89,8 @@ func newServer(t testing.TB, opts ...dispatch.ServerOption) (*dispatch.Server, *
 	return srv, svc
 }
 
-// newTransport returns a new transport of the named kind; a mux one is
-// closed when the test ends.
+// newTransport returns a new transport of the named kind; a mux or shm
+// one is closed when the test ends.
 func newTransport(t testing.TB, kind string) transport.Transport {
 	t.Helper()
 	switch kind {
@@ -98,6 +100,13 @@ func newTransport(t testing.TB, kind string) transport.Transport {
 		return tcp.New()
 	case "mux":
 		tr := mux.New()
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	case "shm":
+		if runtime.GOOS != "linux" {
+			t.Skip("shared memory needs Linux")
+		}
+		tr := shm.New()
 		t.Cleanup(func() { tr.Close() })
 		return tr
 	}
@@ -202,7 +211,7 @@ func (c *countingTransport) Dial(ctx context.Context, addr string) (transport.So
 // output, and serves until its standard input ends (the parent closed it,
 // or died) or it is killed.
 const (
-	helperEnv     = "HARDENING_HELPER_TRANSPORT" // "tcp" or "mux"
+	helperEnv     = "HARDENING_HELPER_TRANSPORT" // "tcp", "mux" or "shm"
 	helperAddrEnv = "HARDENING_HELPER_ADDR"      // what to listen on
 )
 
