@@ -218,7 +218,10 @@ func mapOffer(e *ends, fds []int, ringSize int) error {
 func checkEventfds(fds []int) error {
 	for _, fd := range fds {
 		link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-		if err != nil || link != "anon_inode:[eventfd]" {
+		if err != nil {
+			return fmt.Errorf("shm: checking the peer's eventfd (Linux's /proc is needed): %w", err)
+		}
+		if link != "anon_inode:[eventfd]" {
 			return fmt.Errorf("%w: the peer sent %q where an eventfd was due", transport.ErrProtocol, link)
 		}
 		if err := unix.SetNonblock(fd, true); err != nil {
