@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command of zerodial: the race tests of every module of this
 # repository — every directory with a go.mod, found afresh each run (the
-# root, otelzerodial, httpzerodial, grpczerodial, etcdzerodial and bench
-# today) — one after another, `go test -race -count=1 -timeout 30m ./...`
+# root, otelzerodial, httpzerodial, cmd/zerodial, grpczerodial,
+# etcdzerodial and bench today) — one after another, `go test -race -count=1 -timeout 30m ./...`
 # in each: under the race detector on 2 busy cores, httpzerodial's tests
 # (the conformance suite over its HTTP paths among them) take 7 to 9
 # minutes, near go test's default limit of 10. Arguments go to each go

@@ -235,7 +235,8 @@ type TLSReporter interface {
 
 // PeerCred is the identity of the process at the other end of a unix
 // socket, as the kernel reported it when the connection was made
-// (SO_PEERCRED on Linux): its user, group and process ids.
+// (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS and FreeBSD): its
+// user, group and process ids.
 type PeerCred struct {
 	UID, GID, PID int
 }
@@ -243,8 +244,8 @@ type PeerCred struct {
 // PeerCredReporter is implemented by Sockets that may run over a unix
 // socket (tcp's and mux's, given a "unix:" address: docs/unix.md).
 // PeerCred returns the peer's credentials, and false when the Socket does
-// not run over a unix socket or the system does not report them (only
-// Linux does, so far). dispatch gives them to handlers
+// not run over a unix socket or the system does not report them (Linux,
+// macOS and FreeBSD do, so far). dispatch gives them to handlers
 // (dispatch.CallInfoFrom), so that they can authorise a caller by its user
 // as they can by its TLS certificate. A wrapper around a Socket should
 // pass it on.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/internal/testcert"
+	"github.com/zerodial/transport/internal/unixsock"
 	"github.com/zerodial/transport/mux"
 	"github.com/zerodial/transport/tcp"
 	"github.com/zerodial/transport/transporttest"
@@ -157,7 +158,7 @@ func TestUnixTLS(t *testing.T) {
 				_, ok := sock.(transport.TLSReporter).TLS()
 				assert.True(t, ok, "TLS state")
 			}
-			if runtime.GOOS == "linux" {
+			if unixsock.CredSupported {
 				cred, ok := s.(transport.PeerCredReporter).PeerCred()
 				require.True(t, ok, "credentials over TLS")
 				assert.Equal(t, os.Getpid(), cred.PID)
@@ -167,7 +168,7 @@ func TestUnixTLS(t *testing.T) {
 }
 
 // TestUnixPeerCred: each end of a unix socket reports the other's
-// credentials (Linux); over TCP, none.
+// credentials (Linux, macOS, FreeBSD); over TCP, none.
 func TestUnixPeerCred(t *testing.T) {
 	for name, mk := range unixTransports() {
 		t.Run(name, func(t *testing.T) {
@@ -179,8 +180,8 @@ func TestUnixPeerCred(t *testing.T) {
 			c, s := pair(t, tr, l)
 			for end, sock := range map[string]transport.Socket{"client": c, "server": s} {
 				cred, ok := sock.(transport.PeerCredReporter).PeerCred()
-				if runtime.GOOS != "linux" {
-					assert.False(t, ok, "%s: only Linux reports credentials so far", end)
+				if !unixsock.CredSupported {
+					assert.False(t, ok, "%s: only Linux, macOS and FreeBSD report credentials so far", end)
 					continue
 				}
 				require.True(t, ok, end)

@@ -89,6 +89,8 @@ var implOrder = []string{
 	"zerodial-tcp-unix-proc",
 	"zerodial-mux-unix-proc",
 	"zerodial-shm-proc",
+	"netrpc-unix-proc",
+	"grpc-unix-proc",
 	"floor-tcp-proc",
 	"floor-unix-proc",
 }

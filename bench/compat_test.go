@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/rpc"
 	"strings"
@@ -102,7 +103,12 @@ func loopbackListener(tb testing.TB) net.Listener {
 }
 
 // msgpackServer serves a Compat service to msgpackrpc clients on a loopback
-// listener and returns the Server, the service and the address.
+// listener and returns the Server, the service and the address. It serves
+// each connection with ServeConn, as ServeCodec's doc has a msgpackrpc
+// codec served: Shutdown and Close end a connection by closing it, where
+// ServeCodec, which has only the codec, would call the codec's Close while
+// it reads — and msgpackrpc's Close writes a field its read reads
+// unguarded (v2.0.0), which the race detector reports.
 func msgpackServer(t *testing.T, opts ...dispatch.ServerOption) (*dispatch.Server, *Compat, string) {
 	t.Helper()
 	srv := dispatch.NewServer(opts...)
@@ -111,7 +117,7 @@ func msgpackServer(t *testing.T, opts ...dispatch.ServerOption) (*dispatch.Serve
 		t.Fatal(err)
 	}
 	l := loopbackListener(t)
-	serveCodecOn(t, l, srv, func(c net.Conn) rpc.ServerCodec { return msgpackrpc.NewServerCodec(c) })
+	serveConnOn(t, l, srv, msgpackrpc.NewServerCodec)
 	return srv, svc, l.Addr().String()
 }
 
@@ -137,11 +143,11 @@ func serverError(t *testing.T, err error) string {
 	return string(se)
 }
 
-// TestMsgpackRPCServeCodec: results of a struct request and reply (field
+// TestMsgpackRPCServeConn: results of a struct request and reply (field
 // names, codec tags, nested slices and maps), a handler's *dispatch.Error as
 // its Message, net/rpc's words for unknown names, the panic rule, and the
 // connection going on after each.
-func TestMsgpackRPCServeCodec(t *testing.T) {
+func TestMsgpackRPCServeConn(t *testing.T) {
 	_, _, addr := msgpackServer(t)
 	c := msgpackClient(t, addr)
 
@@ -225,7 +231,7 @@ func TestMsgpackRPCConcurrent(t *testing.T) {
 
 // TestMsgpackRPCShutdown: once Shutdown has begun a new call is refused
 // with "dispatch: server is shutting down", the call in flight is answered,
-// and then the connection closes (rpc.ErrShutdown).
+// and then the connection closes.
 func TestMsgpackRPCShutdown(t *testing.T) {
 	srv, svc, addr := msgpackServer(t)
 	c := msgpackClient(t, addr)
@@ -262,9 +268,12 @@ func TestMsgpackRPCShutdown(t *testing.T) {
 	if err := <-shut; err != nil {
 		t.Fatal(err)
 	}
+	// The connection is closed: net/rpc's client fails a call with
+	// ErrShutdown once its reader has seen the end, and a call it sent just
+	// before with io.ErrUnexpectedEOF.
 	var p Product
-	if err := c.Call("Compat.Multiply", &Args{A: 2, B: 3}, &p); !errors.Is(err, rpc.ErrShutdown) {
-		t.Fatalf("after Shutdown: %v, want rpc.ErrShutdown", err)
+	if err := c.Call("Compat.Multiply", &Args{A: 2, B: 3}, &p); !errors.Is(err, rpc.ErrShutdown) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("after Shutdown: %v, want rpc.ErrShutdown or io.ErrUnexpectedEOF", err)
 	}
 }
 

@@ -59,14 +59,14 @@ var genConns = []struct {
 	conn func(tb testing.TB) grpc.ClientConnInterface
 }{
 	{"grpczerodial-copy", func(tb testing.TB) grpc.ClientConnInterface {
-		return genZerodial(tb, memory.New(), "", dispatch.WithShortcut(dispatch.ShortcutCopy))
+		return genZerodial(tb, memory.New(), "", []dispatch.ClientOption{dispatch.WithShortcut(dispatch.ShortcutCopy)})
 	}},
 	{"grpczerodial-direct", func(tb testing.TB) grpc.ClientConnInterface {
-		return genZerodial(tb, memory.New(), "", dispatch.WithShortcut(dispatch.ShortcutDirect))
+		return genZerodial(tb, memory.New(), "", []dispatch.ClientOption{dispatch.WithShortcut(dispatch.ShortcutDirect)}, grpczerodial.Borrows())
 	}},
-	{"grpczerodial-memory", func(tb testing.TB) grpc.ClientConnInterface { return genZerodial(tb, memory.New(), "") }},
-	{"grpczerodial-tcp", func(tb testing.TB) grpc.ClientConnInterface { return genZerodial(tb, tcp.New(), "127.0.0.1:0") }},
-	{"grpczerodial-mux", func(tb testing.TB) grpc.ClientConnInterface { return genZerodial(tb, mux.New(), "127.0.0.1:0") }},
+	{"grpczerodial-memory", func(tb testing.TB) grpc.ClientConnInterface { return genZerodial(tb, memory.New(), "", nil) }},
+	{"grpczerodial-tcp", func(tb testing.TB) grpc.ClientConnInterface { return genZerodial(tb, tcp.New(), "127.0.0.1:0", nil) }},
+	{"grpczerodial-mux", func(tb testing.TB) grpc.ClientConnInterface { return genZerodial(tb, mux.New(), "127.0.0.1:0", nil) }},
 	{"grpc-inproc", func(testing.TB) grpc.ClientConnInterface {
 		ch := new(inprocgrpc.Channel)
 		testpb.RegisterTestServiceServer(ch, genEcho{})
@@ -89,9 +89,13 @@ var genConns = []struct {
 	}},
 }
 
-func genZerodial(tb testing.TB, tr transport.Transport, addr string, opts ...dispatch.ClientOption) grpc.ClientConnInterface {
+// genZerodial serves genEcho on tr, its methods registered with ropts,
+// and returns the ClientConn of a Client dialled with copts.
+func genZerodial(tb testing.TB, tr transport.Transport, addr string, copts []dispatch.ClientOption, ropts ...grpczerodial.RegisterOption) grpc.ClientConnInterface {
 	srv := dispatch.NewServer()
-	testpb.RegisterTestServiceServer(grpczerodial.NewRegistrar(srv), genEcho{})
+	if err := grpczerodial.NewRegistrar(srv).Register(&testpb.TestService_ServiceDesc, genEcho{}, ropts...); err != nil {
+		tb.Fatal(err)
+	}
 	l, err := tr.Listen(addr)
 	if err != nil {
 		tb.Fatal(err)
@@ -99,7 +103,7 @@ func genZerodial(tb testing.TB, tr transport.Transport, addr string, opts ...dis
 	if err := srv.Start(l); err != nil {
 		tb.Fatal(err)
 	}
-	c, err := dispatch.Dial(context.Background(), tr, l.Addr().String(), opts...)
+	c, err := dispatch.Dial(context.Background(), tr, l.Addr().String(), copts...)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -16,7 +17,8 @@ import (
 // no test.
 func TestMain(m *testing.M) {
 	if kind := os.Getenv(childEnv); kind != "" {
-		os.Exit(serveChild(kind, os.Getenv(childAddrEnv)))
+		n, _ := strconv.Atoi(os.Getenv(childSizeEnv))
+		os.Exit(serveChild(kind, os.Getenv(childAddrEnv), n))
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -3,15 +3,21 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
+	"net/rpc"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"google.golang.org/grpc"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
@@ -20,56 +26,91 @@ import (
 	"github.com/zerodial/transport/tcp"
 )
 
-// The two-process rows, at 16B: the server runs in a child process (this
-// test binary run again, serving and nothing else; see serveChild), the
-// caller here, as between a plugin and its host:
+// The two-process rows: the server runs in a child process (this test
+// binary run again, serving and nothing else; see serveChild), the caller
+// here, as between a plugin and its host:
 //   - floor-tcp-proc, floor-unix-proc: floor-tcp's raw bytes over loopback
 //     TCP and over a unix socket;
 //   - zerodial-tcp-proc, zerodial-tcp-unix-proc, zerodial-mux-unix-proc:
 //     zerodial-tcp's Client over loopback TCP, over a unix socket, and
 //     zerodial-mux's over a unix socket;
+//   - netrpc-unix-proc, grpc-unix-proc: the standard library's net/rpc
+//     (gob) and grpc-go over a unix socket, the peers of the rows over
+//     one, as go-plugin runs a plugin over either.
 //   - zerodial-shm-proc: zerodial's Client over shared memory (the shm
 //     transport, Linux), met over a unix socket.
 //
-// zerodial-tcp-unix-proc and zerodial-shm-proc run at 64KiB and 1MiB too.
-//
-// cpu-ns/op counts the caller's process alone: the child's CPU is not
-// measured.
+// The rows over a unix socket but mux's, and shm's, run at 16B, 64KiB and
+// 1MiB (unixProcSizes), the others at 16B; zerodial-tcp-unix-proc,
+// zerodial-shm-proc and grpc-unix-proc have stream rows too. cpu-ns/op
+// counts the caller's process alone: the child's CPU is not measured.
 
 // childEnv names the kind a child serves ("floor-tcp", "floor-unix",
-// "tcp", "mux", "shm") and childAddrEnv the address it listens on.
+// "tcp", "mux", "shm", "netrpc-unix", "grpc-unix"), childAddrEnv the
+// address it listens on, and childSizeEnv the payload a floor child echoes
+// (0: it multiplies), which its raw bytes cannot say.
 const (
 	childEnv     = "ZERODIAL_BENCH_CHILD"
 	childAddrEnv = "ZERODIAL_BENCH_CHILD_ADDR"
+	childSizeEnv = "ZERODIAL_BENCH_CHILD_SIZE"
 )
 
+// unixProcSizes are the sizes of the two-process rows over a unix socket
+// that the report compares: a call's, a large body's and a bulk one's.
+var unixProcSizes = []size{size16, sizes[2], sizes[3]}
+
 func init() {
-	register("floor-tcp-proc", func(tb testing.TB, _ size) func() callFunc {
-		return rawProc(tb, "tcp", startChild(tb, "floor-tcp", "127.0.0.1:0"))
+	register("floor-tcp-proc", func(tb testing.TB, sz size) func() callFunc {
+		return rawProc(tb, "tcp", startChild(tb, "floor-tcp", "127.0.0.1:0", sz.n))
 	}, size16)
-	register("floor-unix-proc", func(tb testing.TB, _ size) func() callFunc {
-		return rawProc(tb, "unix", startChild(tb, "floor-unix", socketPath(tb)))
-	}, size16)
+	register("floor-unix-proc", func(tb testing.TB, sz size) func() callFunc {
+		return rawProc(tb, "unix", startChild(tb, "floor-unix", socketPath(tb), sz.n))
+	}, unixProcSizes...)
 	register("zerodial-tcp-proc", func(tb testing.TB, _ size) func() callFunc {
-		return zerodialProc(tb, tcp.New(), startChild(tb, "tcp", "127.0.0.1:0"))
+		return zerodialProc(tb, tcp.New(), startChild(tb, "tcp", "127.0.0.1:0", 0))
 	}, size16)
 	register("zerodial-tcp-unix-proc", func(tb testing.TB, _ size) func() callFunc {
-		return zerodialProc(tb, tcp.New(), startChild(tb, "tcp", "unix:"+socketPath(tb)))
-	}, procSizes...)
+		return zerodialProc(tb, tcp.New(), startChild(tb, "tcp", "unix:"+socketPath(tb), 0))
+	}, unixProcSizes...)
 	register("zerodial-mux-unix-proc", func(tb testing.TB, _ size) func() callFunc {
-		return zerodialProc(tb, mux.New(), startChild(tb, "mux", "unix:"+socketPath(tb)))
+		return zerodialProc(tb, mux.New(), startChild(tb, "mux", "unix:"+socketPath(tb), 0))
 	}, size16)
 	register("zerodial-shm-proc", func(tb testing.TB, _ size) func() callFunc {
-		if runtime.GOOS != "linux" {
-			tb.Skip("shared memory needs Linux")
+		skipUnlessLinux(tb)
+		return zerodialProc(tb, shm.New(), startChild(tb, "shm", "unix:"+socketPath(tb), 0))
+	}, unixProcSizes...)
+	register("netrpc-unix-proc", func(tb testing.TB, _ size) func() callFunc {
+		c, err := rpc.Dial("unix", startChild(tb, "netrpc-unix", socketPath(tb), 0))
+		if err != nil {
+			tb.Fatal(err)
 		}
-		return zerodialProc(tb, shm.New(), startChild(tb, "shm", "unix:"+socketPath(tb)))
-	}, procSizes...)
+		tb.Cleanup(func() { c.Close() })
+		return rpcCaller(c)
+	}, unixProcSizes...)
+	register("grpc-unix-proc", func(tb testing.TB, _ size) func() callFunc {
+		return grpcCaller(grpcUnixProc(tb))
+	}, unixProcSizes...)
+	registerStream("zerodial-tcp-unix-proc", func(tb testing.TB) streamFunc {
+		tr := tcp.New()
+		tb.Cleanup(func() { tr.Close() })
+		return dialZerodialStream(tb, tr, startChild(tb, "tcp", "unix:"+socketPath(tb), 0))
+	})
+	registerStream("zerodial-shm-proc", func(tb testing.TB) streamFunc {
+		skipUnlessLinux(tb)
+		tr := shm.New()
+		tb.Cleanup(func() { tr.Close() })
+		return dialZerodialStream(tb, tr, startChild(tb, "shm", "unix:"+socketPath(tb), 0))
+	})
+	registerStream("grpc-unix-proc", func(tb testing.TB) streamFunc {
+		return grpcStream(grpcUnixProc(tb))
+	})
 }
 
-// procSizes are the sizes of the two-process rows that compare a path's
-// cost of moving bytes: the call, and bodies of 64 KiB and 1 MiB.
-var procSizes = []size{size16, sizes[2], sizes[3]}
+// grpcUnixProc returns a ClientConn of a child's gRPC server (Arith and
+// Stream) on a unix socket, through grpc-go's own "unix" resolver.
+func grpcUnixProc(tb testing.TB) grpc.ClientConnInterface {
+	return dialGRPC(tb, "unix://"+startChild(tb, "grpc-unix", socketPath(tb), 0))
+}
 
 // rawProc makes floor-tcp's calls to a child's raw listener.
 func rawProc(tb testing.TB, network, addr string) func() callFunc {
@@ -100,11 +141,12 @@ func zerodialProc(tb testing.TB, tr transport.Transport, addr string) func() cal
 	return dialZerodial(tb, tr, addr)
 }
 
-// startChild runs a child serving kind at addr and returns the address it
-// listens on; the child ends, and is waited for, when tb does.
-func startChild(tb testing.TB, kind, addr string) string {
+// startChild runs a child serving kind at addr (a floor echoing n bytes,
+// or multiplying if n is 0) and returns the address it listens on; the
+// child ends, and is waited for, when tb does.
+func startChild(tb testing.TB, kind, addr string, n int) string {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+kind, childAddrEnv+"="+addr)
+	cmd.Env = append(os.Environ(), childEnv+"="+kind, childAddrEnv+"="+addr, childSizeEnv+"="+strconv.Itoa(n))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -130,8 +172,8 @@ func startChild(tb testing.TB, kind, addr string) string {
 
 // serveChild is a child's whole life, when TestMain finds childEnv set:
 // it listens, writes the address to stdout, serves until stdin ends, and
-// returns the exit code.
-func serveChild(kind, addr string) int {
+// returns the exit code. n is the payload a floor echoes (0: multiply).
+func serveChild(kind, addr string, n int) int {
 	fail := func(err error) int {
 		fmt.Fprintf(os.Stderr, "bench child %s: %v\n", kind, err)
 		return 1
@@ -149,7 +191,7 @@ func serveChild(kind, addr string) int {
 				if err != nil {
 					return
 				}
-				go serveRawTCP(c, 0)
+				go serveRawTCP(c, n)
 			}
 		}()
 		fmt.Println(ln.Addr().String())
@@ -165,7 +207,7 @@ func serveChild(kind, addr string) int {
 			tr = shm.New()
 		}
 		srv := dispatch.NewServer()
-		if err := registerReflect(srv); err != nil {
+		if err := errors.Join(registerReflect(srv), registerFlow(srv)); err != nil {
 			return fail(err)
 		}
 		l, err := tr.Listen(addr)
@@ -180,6 +222,40 @@ func serveChild(kind, addr string) int {
 		srv.Shutdown(context.Background())
 		tr.Close()
 		return 0
+	case "netrpc-unix", "grpc-unix":
+		ln, err := net.Listen("unix", addr)
+		if err != nil {
+			return fail(err)
+		}
+		var stop func()
+		if kind == "grpc-unix" {
+			srv := grpc.NewServer()
+			srv.RegisterService(&arithServiceDesc, grpcArith{new(Arith)})
+			srv.RegisterService(&streamServiceDesc, grpcFlow{})
+			go srv.Serve(ln)
+			stop = srv.Stop
+		} else {
+			// rpc.Server.Accept logs its listener's close to the log
+			// package, on the stderr the parent's benchmark lines share.
+			log.SetOutput(io.Discard)
+			srv := rpc.NewServer()
+			if err := srv.Register(new(Arith)); err != nil {
+				return fail(err)
+			}
+			go srv.Accept(ln)
+			stop = func() { ln.Close() }
+		}
+		fmt.Println(ln.Addr().String())
+		io.Copy(io.Discard, os.Stdin)
+		stop()
+		return 0
 	}
 	return fail(fmt.Errorf("unknown kind"))
+}
+
+// skipUnlessLinux skips the shm rows elsewhere: shared memory needs Linux.
+func skipUnlessLinux(tb testing.TB) {
+	if runtime.GOOS != "linux" {
+		tb.Skip("shared memory needs Linux")
+	}
 }

@@ -94,7 +94,7 @@ func (c *clientCodec) ReadResponseBody(reply any) error {
 // rawTarget reports whether v is a pass-through target (see Raw).
 func rawTarget(v any) bool {
 	switch v.(type) {
-	case *[]byte, *Raw:
+	case *[]byte, *Raw, RawBody:
 		return true
 	}
 	return false

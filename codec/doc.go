@@ -30,8 +30,8 @@
 // rather than dropped (dispatch.WithStrictDecoding).
 //
 // Bodies that are already encoded pass through untouched: a []byte or Raw
-// (or a pointer to one) is the body itself, not something to encode. See
-// Raw.
+// (or a pointer to one) is the body itself, not something to encode, and a
+// RawBody encodes and decodes itself. See Raw.
 //
 // NewClientCodec and NewServerCodec carry net/rpc over any transport.Socket,
 // one Message per request and per response, with the header keys of the

@@ -16,7 +16,7 @@ import (
 // Unmarshal validates the body before decoding it (see MaxDepth,
 // ErrMalformed and ErrTooDeep) and never keeps a reference to the body.
 // Msgpack also implements Appender. []byte and Raw values pass through
-// untouched; see Raw.
+// untouched, and so do RawBody values; see Raw.
 var Msgpack Codec = msgpackCodec{}
 
 // maxPooledBuffer is the largest scratch buffer kept for reuse. A rare large
@@ -42,6 +42,13 @@ func (msgpackCodec) Marshal(v any) ([]byte, error) {
 }
 
 func (msgpackCodec) AppendMarshal(dst []byte, v any) ([]byte, error) {
+	if rb, ok := v.(RawBody); ok {
+		b, err := rb.AppendBody(dst)
+		if err != nil {
+			return dst, err
+		}
+		return b, nil
+	}
 	if b, ok, err := rawBytes(v); ok {
 		if err != nil {
 			return dst, err

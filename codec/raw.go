@@ -1,6 +1,9 @@
 package codec
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // Raw is a body that is already encoded, as a json.RawMessage is JSON
 // already. Codecs pass it through untouched instead of encoding it, so an
@@ -26,9 +29,32 @@ import "fmt"
 // as bin again; convert it to another byte-slice type to encode it.
 type Raw []byte
 
+// RawBody is implemented by a value that holds a body encoded by other
+// means than the codec (a protobuf message, say): Msgpack passes it
+// through as it does Raw, so that the body is encoded once, straight into
+// the sender's buffer, and decoded once, by the value itself.
+//
+//   - Marshal returns AppendBody(nil); AppendMarshal returns
+//     AppendBody(dst).
+//   - Unmarshal into a RawBody calls SetBody with the body, which must not
+//     keep data once it returns, as Unmarshal itself must not.
+//
+// grpczerodial's unary calls carry their messages this way.
+type RawBody interface {
+	// AppendBody appends the body's encoding to dst and returns the
+	// extended slice, as append does.
+	AppendBody(dst []byte) ([]byte, error)
+	// SetBody takes data, a body received, as the value's own. It must not
+	// keep a reference to data.
+	SetBody(data []byte) error
+}
+
 // rawBytes reports whether v is a pass-through body and returns its bytes.
 func rawBytes(v any) (b []byte, ok bool, err error) {
 	switch v := v.(type) {
+	case RawBody:
+		b, err := v.AppendBody(nil)
+		return b, true, err
 	case []byte:
 		return v, true, nil
 	case Raw:
@@ -51,6 +77,8 @@ func rawBytes(v any) (b []byte, ok bool, err error) {
 // v is not one, so that the caller decodes instead.
 func unmarshalRaw(data []byte, v any) (ok bool, err error) {
 	switch p := v.(type) {
+	case RawBody:
+		return true, p.SetBody(data)
 	case *[]byte:
 		if p == nil {
 			return true, fmt.Errorf("%w: cannot unmarshal into a nil %T", ErrNilPointer, v)
@@ -65,4 +93,20 @@ func unmarshalRaw(data []byte, v any) (ok bool, err error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+var rawBodyType = reflect.TypeFor[RawBody]()
+
+// PassesThrough reports whether Msgpack passes values of type t through
+// as bodies encoded already, rather than encoding them: Raw, []byte, and
+// the types whose values or pointers are RawBodies. A method whose
+// arguments and reply are such types takes and returns bodies of another
+// encoding (dispatch.WithEncoding says which), which a protocol may hand
+// through as they come (httpzerodial serves them in Protobuf too).
+func PassesThrough(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	return t == reflect.TypeFor[Raw]() || t == reflect.TypeFor[[]byte]() ||
+		t.Implements(rawBodyType) || reflect.PointerTo(t).Implements(rawBodyType)
 }

@@ -1,6 +1,8 @@
 package codec_test
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,4 +72,54 @@ func TestOtherByteSlicesAreEncoded(t *testing.T) {
 	var s struct{ F codec.Raw }
 	require.NoError(t, codec.Msgpack.Unmarshal(b, &s))
 	assert.Equal(t, codec.Raw{1}, s.F)
+}
+
+// upper is a RawBody whose encoding is its text in capitals.
+type upper struct{ text string }
+
+func (u *upper) AppendBody(dst []byte) ([]byte, error) {
+	return append(dst, strings.ToUpper(u.text)...), nil
+}
+
+func (u *upper) SetBody(data []byte) error {
+	u.text = strings.ToLower(string(data))
+	return nil
+}
+
+// A RawBody encodes itself into the sender's buffer and decodes itself,
+// with no msgpack framing around its body.
+func TestRawBodyPassesThrough(t *testing.T) {
+	b, err := codec.Msgpack.Marshal(&upper{"abc"})
+	require.NoError(t, err)
+	assert.Equal(t, "ABC", string(b))
+
+	buf := make([]byte, 1, 64)
+	buf[0] = 'x'
+	out, err := codec.Msgpack.(codec.Appender).AppendMarshal(buf, &upper{"abc"})
+	require.NoError(t, err)
+	assert.Equal(t, "xABC", string(out))
+	assert.Same(t, &buf[0], &out[0], "appended in the sender's buffer")
+
+	var u upper
+	require.NoError(t, codec.Msgpack.Unmarshal([]byte("DEF"), &u))
+	assert.Equal(t, "def", u.text)
+}
+
+// PassesThrough names exactly the types Msgpack hands through: Raw,
+// []byte and RawBodies (the type, or its pointer, implementing it); other
+// byte slices are encoded, and so is everything else.
+func TestPassesThrough(t *testing.T) {
+	type bytes []byte
+	for typ, want := range map[reflect.Type]bool{
+		reflect.TypeFor[codec.Raw]():  true,
+		reflect.TypeFor[[]byte]():     true,
+		reflect.TypeFor[upper]():      true, // *upper is a RawBody
+		reflect.TypeFor[*upper]():     true,
+		reflect.TypeFor[bytes]():      false,
+		reflect.TypeFor[string]():     false,
+		reflect.TypeFor[*codec.Raw](): false, // a method's type, not a pointer to it
+		nil:                           false,
+	} {
+		assert.Equal(t, want, codec.PassesThrough(typ), "%v", typ)
+	}
 }

@@ -36,7 +36,11 @@ type Request struct{}
 // encoding/json form: a named struct once, under Defs, and referred to by
 // "$ref" wherever it appears, so that a type that contains itself is
 // described too. Its msgpack names are its JSON names, so that it reads
-// the same whichever way it travels.
+// the same whichever way it travels. A method of raw bodies whose
+// registration said what they hold (dispatch.WithEncoding: a gRPC method,
+// through grpczerodial) carries it as its Encoding, its args and reply
+// described as bytes of the messages named ("protobuf
+// grpc.testing.SimpleRequest").
 type Description struct {
 	// Methods are the Server's methods, sorted by name; never nil, so
 	// that a Server with none is described by an empty list.
@@ -60,6 +64,12 @@ type MethodDescription struct {
 	// Reply is the schema of the reply (of each message the handler
 	// sends, for a stream).
 	Reply Schema `json:"reply" msgpack:"reply"`
+	// Encoding, for a method of raw bodies whose registration said what
+	// they hold (dispatch.WithEncoding: a gRPC method's, through
+	// grpczerodial), says so: the encoding, the messages' names, the
+	// method's origin. Its Args and Reply schemas are then strings of
+	// bytes in that encoding, described as such. Nil for other methods.
+	Encoding *dispatch.Encoding `json:"encoding,omitempty" msgpack:"encoding,omitempty"`
 }
 
 // Schema is a JSON Schema, as a JSON object.
@@ -70,14 +80,25 @@ type Schema map[string]any
 func Of(srv *dispatch.Server) Description {
 	b := builder{d: Description{Methods: []MethodDescription{}, Defs: map[string]Schema{}}, names: map[reflect.Type]string{}}
 	for _, m := range srv.MethodInfos() {
-		b.d.Methods = append(b.d.Methods, MethodDescription{
-			Name:   m.Name,
-			Stream: m.Stream,
-			Args:   b.schemaOf(m.Args),
-			Reply:  b.schemaOf(m.Reply),
-		})
+		md := MethodDescription{Name: m.Name, Stream: m.Stream, Encoding: m.Encoding}
+		if e := m.Encoding; e != nil {
+			md.Args, md.Reply = encodedSchema(*e, e.Args), encodedSchema(*e, e.Reply)
+		} else {
+			md.Args, md.Reply = b.schemaOf(m.Args), b.schemaOf(m.Reply)
+		}
+		b.d.Methods = append(b.d.Methods, md)
 	}
 	return b.d
+}
+
+// encodedSchema is the schema of a raw body in e: bytes (base64 in JSON)
+// holding message, "protobuf grpc.testing.SimpleRequest".
+func encodedSchema(e dispatch.Encoding, message string) Schema {
+	what := e.Name
+	if message != "" {
+		what += " " + message
+	}
+	return Schema{"type": "string", "contentEncoding": "base64", "description": what}
 }
 
 // Register makes srv answer Method with its description (Of), as it is at

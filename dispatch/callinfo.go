@@ -65,10 +65,11 @@ type CallInfo struct {
 	TLS *tls.ConnectionState
 	// PeerCred is a Server's view of the calling process, when the
 	// connection is a unix socket and the system reports its credentials
-	// (transport.PeerCredReporter; Linux so far, docs/unix.md): its user,
-	// group and process ids, as the kernel gave them when it connected.
-	// nil otherwise, on a Client, and on the shortcut and memory paths,
-	// which have no connection for the kernel to vouch for.
+	// (transport.PeerCredReporter; Linux, macOS and FreeBSD so far,
+	// docs/unix.md): its user, group and process ids, as the kernel gave
+	// them when it connected. nil otherwise, on a Client, and on the
+	// shortcut and memory paths, which have no connection for the kernel
+	// to vouch for.
 	PeerCred *transport.PeerCred
 }
 

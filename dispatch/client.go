@@ -292,10 +292,39 @@ func (c *Client) Call(ctx context.Context, serviceMethod string, args, reply any
 	return c.intercepted(ctx, serviceMethod, args, reply)
 }
 
+// CallWithInfo is Call that says where the call went: once it returns,
+// *info is the call's CallInfo as the Client's interceptors see it at
+// their end — the Path the call took, and the RemoteAddr of the Server it
+// went to (the address dialled; for a Client of replicas, the replica's).
+// A protocol layered on a Client reports it to its own callers so
+// (grpczerodial fills grpc.Peer from it).
+func (c *Client) CallWithInfo(ctx context.Context, serviceMethod string, args, reply any, info *CallInfo) error {
+	if ctx == nil {
+		panic("dispatch: nil Context")
+	}
+	in := c.callInfo(serviceMethod)
+	var err error
+	if len(c.opts.interceptors) == 0 {
+		err = c.call(ctx, serviceMethod, args, reply, in)
+	} else {
+		err = c.interceptedWith(ctx, serviceMethod, args, reply, in)
+	}
+	*info = *in
+	return err
+}
+
+// callInfo is the CallInfo of a call of name, before it is made.
+func (c *Client) callInfo(name string) *CallInfo {
+	return &CallInfo{Method: name, Path: c.expectedPath(name, nil, nil), RemoteAddr: c.remote}
+}
+
 // intercepted runs a call through the Client's interceptors, with its
 // CallInfo in the context.
 func (c *Client) intercepted(ctx context.Context, name string, args, reply any) error {
-	info := &CallInfo{Method: name, Path: c.expectedPath(name, nil, nil), RemoteAddr: c.remote}
+	return c.interceptedWith(ctx, name, args, reply, c.callInfo(name))
+}
+
+func (c *Client) interceptedWith(ctx context.Context, name string, args, reply any, info *CallInfo) error {
 	ctx = context.WithValue(ctx, callInfoKey{}, info)
 	h := chain(c.opts.interceptors, name, func(ctx context.Context, args, reply any) error { return c.call(ctx, name, args, reply, info) })
 	return h(ctx, args, reply)

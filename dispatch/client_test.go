@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,7 +168,10 @@ func TestDialRefused(t *testing.T) {
 			t.Run(tt.name+"/"+mode.String(), func(t *testing.T) {
 				tr := tt.make(t)
 				addr := "nobody"
-				if tt.name != "memory" {
+				switch {
+				case strings.HasSuffix(tt.name, "-unix"):
+					addr = "unix:" + filepath.Join(unixDir, "nobody.sock")
+				case tt.name != "memory":
 					addr = freeAddr(t)
 				}
 				c, err := dispatch.Dial(context.Background(), tr, addr, dispatch.WithShortcut(mode))

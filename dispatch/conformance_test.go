@@ -35,7 +35,12 @@ func dialed(t *testing.T, srv *dispatch.Server, st, ct transport.Transport, list
 
 // otherProtocol dials, over ct, a listener of srv on other's transport.
 func otherProtocol(t *testing.T, srv *dispatch.Server, other, ct transport.Transport, opts ...dispatch.ClientOption) error {
-	l, err := other.Listen("127.0.0.1:0")
+	return otherProtocolAt(t, srv, other, ct, "127.0.0.1:0", opts...)
+}
+
+// otherProtocolAt is otherProtocol with other's listener at listen.
+func otherProtocolAt(t *testing.T, srv *dispatch.Server, other, ct transport.Transport, listen string, opts ...dispatch.ClientOption) error {
+	l, err := other.Listen(listen)
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(l))
 	t.Cleanup(func() { l.Close() })
@@ -128,6 +133,36 @@ var conformanceBindings = []dispatchtest.Binding{
 	shortcutBinding(dispatchtest.ShortcutDirect, dispatch.ShortcutDirect),
 }
 
+// unixBindings are tcp and mux over a unix socket ("unix:PATH",
+// docs/unix.md): the same wire as over TCP, so the same profiles, under
+// names of their own.
+var unixBindings = []dispatchtest.Binding{
+	{
+		Profile: unixProfile(dispatchtest.TCP),
+		Serve: func(t *testing.T, srv *dispatch.Server, l dispatchtest.Limits) dispatchtest.Caller {
+			return dialed(t, srv, tcp.New(tcpLimit(l.Server)...), tcp.New(tcpLimit(l.Client)...), unixAddr(t))
+		},
+		OtherProtocol: func(t *testing.T, srv *dispatch.Server) error {
+			return otherProtocolAt(t, srv, newMux(t), tcp.New(), unixAddr(t))
+		},
+	},
+	{
+		Profile: unixProfile(dispatchtest.Mux),
+		Serve: func(t *testing.T, srv *dispatch.Server, l dispatchtest.Limits) dispatchtest.Caller {
+			return dialed(t, srv, newMux(t, muxLimit(l.Server)...), newMux(t, muxLimit(l.Client)...), unixAddr(t))
+		},
+		OtherProtocol: func(t *testing.T, srv *dispatch.Server) error {
+			return otherProtocolAt(t, srv, tcp.New(), newMux(t), unixAddr(t))
+		},
+	},
+}
+
+// unixProfile is p's path over a unix socket: p's differences, the name
+// p's and "-unix".
+func unixProfile(p dispatchtest.Profile) dispatchtest.Profile {
+	return dispatchtest.Profile{Name: p.Name + "-unix", Differences: p.Differences}
+}
+
 // netrpcBinding is a Server reached through ServeCodec with the server
 // codec k makes, by a Client over k's client codec (DialCodec), each
 // reading at most the limit a case asks for.
@@ -164,10 +199,10 @@ var jsonrpcCodec = &netrpcCodec{
 	client: func(conn io.ReadWriteCloser, _ int) rpc.ClientCodec { return jsonrpc.NewClientCodec(conn) },
 }
 
-// TestConformance runs the suite on the five paths of zerodial's Client
-// and on the net/rpc codecs'.
+// TestConformance runs the suite on the five paths of zerodial's Client,
+// on tcp and mux over unix sockets, and on the net/rpc codecs'.
 func TestConformance(t *testing.T) {
-	for _, b := range append(conformanceBindings, netrpcBinding(dispatchtest.NetRPCGob, gobCodec), netrpcBinding(dispatchtest.NetRPCJSON, jsonrpcCodec)) {
+	for _, b := range append(append(conformanceBindings, unixBindings...), netrpcBinding(dispatchtest.NetRPCGob, gobCodec), netrpcBinding(dispatchtest.NetRPCJSON, jsonrpcCodec)) {
 		t.Run(b.Name(), func(t *testing.T) { dispatchtest.Run(t, b) })
 	}
 }

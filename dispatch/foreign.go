@@ -37,6 +37,9 @@ type MethodInfo struct {
 	Args, Reply reflect.Type
 	// Stream is set for a streaming method (HandleStream).
 	Stream bool
+	// Encoding says what the bytes of a method of raw bodies hold, when
+	// its registration said (WithEncoding); nil otherwise.
+	Encoding *Encoding
 }
 
 // Method describes the method registered under name ("Service.Method"),
@@ -61,11 +64,16 @@ func (s *Server) MethodInfos() []MethodInfo {
 }
 
 func (m *method) info() MethodInfo {
+	var enc *Encoding
+	if m.encoding != nil {
+		e := *m.encoding // the caller's to keep
+		enc = &e
+	}
 	if m.stream != nil {
-		return MethodInfo{Name: m.name, Args: m.stream.in, Reply: m.stream.out, Stream: true}
+		return MethodInfo{Name: m.name, Args: m.stream.in, Reply: m.stream.out, Stream: true, Encoding: enc}
 	}
 	a, r := m.newPair()
-	return MethodInfo{Name: m.name, Args: reflect.TypeOf(a).Elem(), Reply: reflect.TypeOf(r).Elem()}
+	return MethodInfo{Name: m.name, Args: reflect.TypeOf(a).Elem(), Reply: reflect.TypeOf(r).Elem(), Encoding: enc}
 }
 
 // errStoppedForeign is what a call of a foreign protocol gets when the
@@ -158,6 +166,19 @@ type IncomingStream interface {
 	// much. A failure to send it shows in the next Send, or in the
 	// stream's end.
 	Ready()
+}
+
+// StreamHeaderSender is an IncomingStream whose protocol sends a header
+// before the stream's messages (HTTP's response headers, which a gRPC
+// client's Header reads). SendHeader is given, once and before Ready or the
+// first Send, the reply metadata the handler has set (SetReplyMetadata) by
+// the time it says it is ready, nil when none; the whole reply metadata is
+// still InvokeStream's answer at the end, for the protocol to send what it
+// has not sent yet. A protocol without such a header need not implement it:
+// the reply metadata then all goes with the end, as on the zerodial wire.
+type StreamHeaderSender interface {
+	IncomingStream
+	SendHeader(md Metadata)
 }
 
 // InvokeStream runs a stream that a protocol of another package opened:
@@ -345,7 +366,7 @@ func (f *foreignEnd) send(m any) error {
 	if err := f.call.Err(); err != nil {
 		return err
 	}
-	f.readyOnce.Do(noop) // the protocol's first message says as much
+	f.readyOnce.Do(f.sendHeader) // the protocol's first message says as much
 	if err := f.end.Send(m); err != nil {
 		if cerr := f.call.gone(); cerr != nil {
 			return cerr // the context's error, as on every path
@@ -363,7 +384,16 @@ func (f *foreignEnd) ready() { f.readyOnce.Do(f.sendReady) }
 
 func (f *foreignEnd) sendReady() {
 	if f.call.Err() == nil {
+		f.sendHeader()
 		f.end.Ready()
+	}
+}
+
+// sendHeader gives a protocol that sends a header (StreamHeaderSender) the
+// reply metadata set so far.
+func (f *foreignEnd) sendHeader() {
+	if hs, ok := f.end.(StreamHeaderSender); ok {
+		hs.SendHeader(f.call.replySoFar())
 	}
 }
 

@@ -6,8 +6,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -259,12 +261,26 @@ func TestIdleConnectionsAreDropped(t *testing.T) {
 }
 
 // A peer that stops half way through a message is dropped too: the idle
-// timeout's deadline ends the Recv it holds up.
+// timeout's deadline ends the Recv it holds up; over loopback TCP and over
+// a unix socket.
 func TestHalfFrameIsDropped(t *testing.T) {
+	for _, tc := range transports {
+		if tc.name != "tcp" && tc.name != "tcp-unix" {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) { testHalfFrameIsDropped(t, tc.listen) })
+	}
+}
+
+func testHalfFrameIsDropped(t *testing.T, listen string) {
 	srv := dispatch.NewServer(dispatch.WithIdleTimeout(150 * time.Millisecond))
 	require.NoError(t, dispatch.Handle(srv, "Gen.Add", func(ctx context.Context, a *Args, r *int) error { return nil }))
-	addr := serve(t, srv, tcp.New(), "127.0.0.1:0")
-	conn, err := net.Dial("tcp", addr)
+	addr := serve(t, srv, tcp.New(), listen)
+	network := "tcp"
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, addr = "unix", path
+	}
+	conn, err := net.Dial(network, addr)
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = conn.Write([]byte("ZDIALt\x01\x00" + "\x01\x00\x00")) // the preface, then 3 of a frame's 10-byte prefix
@@ -377,9 +393,9 @@ func TestBytesPerConnAreBounded(t *testing.T) {
 	recv(t, done, waitLong, "the sender to stop")
 }
 
-// TestBytesPerConnIsACeiling: a peer over tcp that sends 64 KiB calls and
-// never reads makes the server hold no more than WithMaxBytesPerConn and a
-// small bound beyond it. The replies that cannot be written are counted
+// TestBytesPerConnIsACeiling: a peer over tcp (loopback TCP, a unix
+// socket) that sends 64 KiB calls and never reads makes the server hold no
+// more than WithMaxBytesPerConn and a small bound beyond it. The replies that cannot be written are counted
 // until they are: a reply's copy in the socket's queue, which its sender no
 // longer holds, counts as much as the reply did (without it the server held
 // 1.5 times the budget: each call's request, its reply, and the copy).
@@ -398,6 +414,7 @@ func TestBytesPerConnIsACeiling(t *testing.T) {
 		buffered int64
 	}{
 		{"tcp", tcp.New(), "127.0.0.1:0", 0},
+		{"tcp-unix", tcp.New(), "unix:" + filepath.Join(unixDir, "c*.sock"), 0},
 		{"memory", memory.New(), "", 2 * 64 * (64<<10 + 16)},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testBytesPerConnIsACeiling(t, tc.tr, tc.addr, tc.buffered) })

@@ -87,6 +87,18 @@ func SetReplyMetadata(ctx context.Context, md Metadata) error {
 	return nil
 }
 
+// replySoFar returns a copy of the reply metadata set so far, nil when
+// none, leaving it open to more.
+func (c *callCtx) replySoFar() Metadata {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.ext.Load()
+	if e == nil || len(e.replyMD) == 0 {
+		return nil
+	}
+	return maps.Clone(e.replyMD)
+}
+
 // sealReply returns the reply metadata set so far, and refuses any set
 // later: the reply is being sent. A call that set none costs no
 // allocation.

@@ -52,6 +52,9 @@ type method struct {
 	// stream is set for a streaming method (HandleStream), which has none
 	// of the unary fields above but name, takesCtx and borrows.
 	stream *streamMethod
+	// encoding is WithEncoding's, what the raw bodies hold; nil when not
+	// said.
+	encoding *Encoding
 }
 
 var (
@@ -118,6 +121,10 @@ func Handle[A, R any](srv *Server, name string, fn func(ctx context.Context, arg
 	if err := ro.check(name[:max(dot, 0)], []string{short}); err != nil {
 		return fmt.Errorf("dispatch: Handle %s: %w", name, err)
 	}
+	if err := ro.checkEncoding(reflect.TypeFor[A](), reflect.TypeFor[R]()); err != nil {
+		return fmt.Errorf("dispatch: Handle %s: %w", name, err)
+	}
+	m.encoding = ro.encoding
 	if ro.borrowing(short) {
 		if err := m.planArgs(reflect.TypeFor[A](), func(dst, src any) { *dst.(*A) = *src.(*A) }); err != nil {
 			return err
@@ -261,6 +268,9 @@ func (s *Server) register(rcvr any, name string, useName bool, opts []RegisterOp
 	ro, err := registerOpts(opts)
 	if err != nil {
 		return err
+	}
+	if ro.encoding != nil {
+		return errEncodingOne
 	}
 	if rcvr == nil {
 		return errors.New("dispatch: Register of nil")

@@ -11,8 +11,9 @@ import (
 type RegisterOption func(*registerOptions)
 
 type registerOptions struct {
-	all  bool     // Borrows() with no names
-	only []string // the methods Borrows named
+	all      bool      // Borrows() with no names
+	only     []string  // the methods Borrows named
+	encoding *Encoding // WithEncoding's
 }
 
 // Borrows declares that the methods being registered borrow their

@@ -168,10 +168,14 @@ func HandleStream[In, Out any](srv *Server, name string, fn func(ctx context.Con
 	if err := ro.check(name[:max(dot, 0)], []string{short}); err != nil {
 		return fmt.Errorf("dispatch: HandleStream %s: %w", name, err)
 	}
+	if err := ro.checkEncoding(reflect.TypeFor[In](), reflect.TypeFor[Out]()); err != nil {
+		return fmt.Errorf("dispatch: HandleStream %s: %w", name, err)
+	}
 	m := &method{
 		name:     name,
 		takesCtx: true,
 		borrows:  ro.borrowing(short),
+		encoding: ro.encoding,
 		stream: &streamMethod{
 			in:  reflect.TypeFor[In](),
 			out: reflect.TypeFor[Out](),

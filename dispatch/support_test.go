@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -131,7 +132,9 @@ func (h *holder) handle(ctx context.Context, args *int, reply *int) error {
 
 func (h *holder) free() { h.once.Do(func() { close(h.release) }) }
 
-// transports are the three network transports, each made fresh.
+// transports are the three network transports, each made fresh, and tcp
+// and mux again over a unix socket (docs/unix.md), whose listeners each
+// take a free name in unixDir.
 var transports = []struct {
 	name   string
 	listen string
@@ -139,11 +142,16 @@ var transports = []struct {
 }{
 	{"memory", "", func(t *testing.T) transport.Transport { return memory.New() }},
 	{"tcp", "127.0.0.1:0", func(t *testing.T) transport.Transport { return tcp.New() }},
-	{"mux", "127.0.0.1:0", func(t *testing.T) transport.Transport {
-		tr := mux.New()
-		t.Cleanup(func() { tr.Close() })
-		return tr
-	}},
+	{"mux", "127.0.0.1:0", newMuxTransport},
+	{"tcp-unix", "unix:" + filepath.Join(unixDir, "t*.sock"), func(t *testing.T) transport.Transport { return tcp.New() }},
+	{"mux-unix", "unix:" + filepath.Join(unixDir, "m*.sock"), newMuxTransport},
+}
+
+// newMuxTransport is a mux Transport closed when t ends.
+func newMuxTransport(t *testing.T) transport.Transport {
+	tr := mux.New()
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }
 
 // trackedTransport counts Dials and keeps every socket it dialled, so a

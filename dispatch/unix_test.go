@@ -5,7 +5,6 @@ import (
 	"net/rpc"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/fallback"
 	"github.com/zerodial/transport/gobrpc"
+	"github.com/zerodial/transport/internal/unixsock"
 	"github.com/zerodial/transport/mux"
 	"github.com/zerodial/transport/resolver"
 	"github.com/zerodial/transport/tcp"
@@ -72,7 +72,7 @@ func credServer(t testing.TB) *dispatch.Server {
 }
 
 // TestCallInfoPeerCred: over a unix socket, on tcp and mux, a handler
-// reads its caller's uid, gid and pid in CallInfo (Linux), and the
+// reads its caller's uid, gid and pid in CallInfo (Linux, macOS, FreeBSD), and the
 // addresses in the form dialled; over TCP and on the shortcut, no
 // credentials.
 func TestCallInfoPeerCred(t *testing.T) {
@@ -88,7 +88,7 @@ func TestCallInfoPeerCred(t *testing.T) {
 			var got credSeen
 			require.NoError(t, c.Call(t.Context(), "Cred.Get", struct{}{}, &got))
 			want := credSeen{Path: k.name, Local: addr, Remote: "unix:", Network: "unix"}
-			if runtime.GOOS == "linux" {
+			if unixsock.CredSupported {
 				want.HasCred, want.UID, want.GID, want.PID = true, os.Getuid(), os.Getgid(), os.Getpid()
 			}
 			assert.Equal(t, want, got)

@@ -314,14 +314,16 @@ var HeaderMetadata = &Difference{
 	},
 }
 
-// HTTPDeadlineReset: a client whose deadline passes goes away — its
-// HTTP/2 stream reset, its HTTP/1.1 connection closed — and nothing says
-// why: the handler's context ends with the request's, canceled, when that
-// arrives before the server's own deadline (Connect-Timeout-Ms,
-// grpc-timeout, which counts from the request's arrival) passes.
+// HTTPDeadlineReset: connect-go's client, whose deadline passes, goes
+// away — its HTTP/2 stream reset, its HTTP/1.1 connection closed — and
+// nothing says why: the handler's context ends with the request's,
+// canceled, when that arrives before the server's own deadline
+// (Connect-Timeout-Ms, grpc-timeout, which counts from the request's
+// arrival) passes. httpzerodial's Client does not: its request outlives
+// the caller's deadline until the server's answer.
 var HTTPDeadlineReset = &Difference{
 	Name: "a reset says no why",
-	Doc:  "a client whose deadline passed goes away (an HTTP/2 reset, an HTTP/1.1 connection closed) without saying why: the handler's context may end canceled, when that arrives before the server's own deadline, which counts from the request's arrival, passes",
+	Doc:  "connect-go's client, whose deadline passed, goes away (an HTTP/2 reset, an HTTP/1.1 connection closed) without saying why: the handler's context may end canceled, when that arrives before the server's own deadline, which counts from the request's arrival, passes",
 	Effects: map[string]Effect{
 		"deadline mid-stream": {Doc: "the handler's context ends at the deadline, or canceled when the client's reset comes first", Want: []func(Outcome) Outcome{
 			func(o Outcome) Outcome { return o },

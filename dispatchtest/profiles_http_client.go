@@ -137,12 +137,12 @@ var DialH2HeaderLimits = &Difference{
 // in msgpack, unary calls over HTTP/1.1 and streams over h2c.
 var HTTPClientConnectMsgpack = Profile{Name: "http-client-connect-msgpack", Differences: []*Difference{
 	connectShapeWords("msgpack", true), HTTPFlowControl, HTTP2OpeningLimits, HTTPCodes, HTTPMethodPaths, HTTPReadLimit, HTTPHeaderLimits,
-	DialReadLimit, DialErrorBounded, HTTPServerOutlives, HTTPClientServerOutlives, HTTPDeadlineReset, HTTPClientHeaderMetadata, HTTPNoPreface}}
+	DialReadLimit, DialErrorBounded, HTTPServerOutlives, HTTPClientServerOutlives, HTTPClientHeaderMetadata, HTTPNoPreface}}
 
 // HTTPClientGRPCMsgpack is the Client WithGRPC, over h2c.
 var HTTPClientGRPCMsgpack = Profile{Name: "http-client-grpc-msgpack", Differences: []*Difference{
 	GRPCShapeUnsaid, GRPCStreamOfUnary, HTTPFlowControl, HTTP2OpeningLimits, HTTPCodes, HTTPMethodPaths, HTTPReadLimit, DialH2HeaderLimits,
-	DialReadLimit, HTTPErrorUnbounded, HTTPServerOutlives, HTTPClientServerOutlives, HTTPDeadlineReset, HTTPClientHeaderMetadata, HTTPNoPreface}}
+	DialReadLimit, HTTPErrorUnbounded, HTTPServerOutlives, HTTPClientServerOutlives, HTTPClientHeaderMetadata, HTTPNoPreface}}
 
 func init() {
 	Profiles = append(Profiles, HTTPClientConnectMsgpack, HTTPClientGRPCMsgpack)

@@ -8,9 +8,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/zerodial/transport/codec"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/zerodial/transport/dispatch"
 )
 
@@ -20,18 +22,21 @@ import (
 // shortcut in copy or direct mode, memory, tcp, mux, replicas — to a
 // service registered through a Registrar.
 //
-// Of gRPC's call options, Header, Trailer and OnFinish are kept;
-// PerRPCCredentials, ForceCodec, ForceCodecV2 and CallContentSubtype,
-// which change what is sent, are refused (the call fails with
-// Unimplemented and is not made); the rest (WaitForReady, compressors,
+// Of gRPC's call options, Header, Trailer and OnFinish are kept, and Peer
+// for a unary call (call_peer.go says what it holds);
+// ForceCodec and ForceCodecV2 encode the call's messages with that codec,
+// for a method of the Server's own codec (forced_codec.go says how);
+// PerRPCCredentials and CallContentSubtype, which change what is sent, are
+// refused (the call fails with Unimplemented and is not made); the rest (WaitForReady, compressors,
 // message sizes, the authority, StaticMethod) mean nothing off grpc-go's
 // own transport and are ignored: the Client's frame limit bounds
-// messages, as it does every call's. grpc.Peer is not filled in.
+// messages, as it does every call's.
 //
-// Every method a Registrar registers borrows its arguments
-// (dispatch.Borrows): its messages are encoded anyway, so a Client with
-// dispatch.ShortcutDirect is as isolated as with ShortcutCopy, and saves a
-// copy of the encoded request and reply.
+// On the direct shortcut (dispatch.ShortcutDirect) nothing is encoded: a
+// method registered with Borrows is lent the caller's request and lends
+// its reply (they share what they hold), and any other method gets a deep
+// copy of the request and gives one of its reply (proto.Merge), so that
+// caller and handler share nothing, as on every other path.
 type ClientConn struct {
 	c      *dispatch.Client
 	unary  []grpc.UnaryClientInterceptor
@@ -84,39 +89,50 @@ func (cc *ClientConn) invoke(ctx context.Context, method string, args, reply any
 	if err != nil {
 		return err
 	}
-	req := getBuf()
-	body, err := marshal((*req)[:0], args, "arguments of "+method)
-	if err != nil {
+	// One allocation for the request's body and the reply's, which
+	// nothing holds once Call has returned.
+	bodies := new([2]body)
+	req, out := &bodies[0], &bodies[1]
+	if err := co.request(req, args, method); err != nil {
 		return toStatusError(err)
 	}
-	*req = body
 	ctx = outgoing(ctx)
-	var rmd dispatch.Metadata
+	var rmd *dispatch.Metadata
 	if co.wantsMD() {
-		ctx = dispatch.CaptureReplyMetadata(ctx, &rmd)
+		rmd = new(dispatch.Metadata)
+		ctx = dispatch.CaptureReplyMetadata(ctx, rmd)
+		defer func() { co.deliver(fromDispatchMD(*rmd)) }()
 	}
-	out := getBuf()
-	cerr := cc.c.Call(ctx, name, (*codec.Raw)(req), (*codec.Raw)(out))
-	co.deliver(fromDispatchMD(rmd))
+	cerr := co.call(ctx, cc.c, name, req, out)
 	if cerr != nil {
-		// The buffers are not reused: a call that returned before its
-		// reply came (its context ended) may still be sending the request
-		// or running the handler on it.
+		out.release()
 		return toStatusError(cerr)
 	}
-	err = unmarshal(*out, reply, "reply of "+method)
-	putBuf(req)
-	putBuf(out) // proto.Unmarshal copies what it keeps
+	err = co.reply(out, reply, method)
+	out.release() // proto.Unmarshal copies what it keeps
 	if err != nil {
 		return status.Error(codes.Internal, err.Error())
 	}
 	return nil
 }
 
-// bufs holds the buffers of calls' encoded requests and replies, reused
-// from call to call: a call's reply is decoded into the buffer the handler
-// encodes it into on the direct shortcut, and the network's into one the
-// Client fills.
+// request makes b the body of a call's request: args itself, which
+// dispatch encodes (body.AppendBody) on every path but the direct
+// shortcut.
+func (b *body) request(args any, method string) error {
+	if args == nil {
+		return nil // no message: an empty one, as grpc-go's codec encodes it
+	}
+	pm, ok := args.(proto.Message)
+	if !ok {
+		return &dispatch.Error{Code: dispatch.CodeInternal, Message: fmt.Sprintf("grpczerodial: encoding arguments of %s: %T is not a proto.Message", method, args)}
+	}
+	b.Msg = pm
+	return nil
+}
+
+// bufs holds the buffers of the encodings a body receives (SetBody),
+// reused from call to call.
 var bufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooled bounds the buffers kept (a sync.Pool lets go of what it holds
@@ -138,6 +154,8 @@ func putBuf(b *[]byte) {
 type callOpts struct {
 	header, trailer []*metadata.MD
 	onFinish        []func(error)
+	codec           *forcedCodec // ForceCodec's or ForceCodecV2's; nil: protobuf (forced_codec.go)
+	peer            []*peer.Peer // grpc.Peer's (call_peer.go)
 }
 
 // callOptions reads opts, or refuses the call for one that would change
@@ -152,8 +170,14 @@ func callOptions(opts []grpc.CallOption) (callOpts, error) {
 			co.trailer = append(co.trailer, o.TrailerAddr)
 		case grpc.OnFinishCallOption:
 			co.onFinish = append(co.onFinish, o.OnFinish)
-		case grpc.PerRPCCredsCallOption, grpc.ForceCodecCallOption, grpc.ForceCodecV2CallOption, grpc.ContentSubtypeCallOption:
-			return co, status.Errorf(codes.Unimplemented, "grpczerodial: call option %T is not supported: messages are protobuf's binary encoding, and credentials are the transport's (TLS) or metadata's", o)
+		case grpc.PeerCallOption:
+			co.peer = append(co.peer, o.PeerAddr)
+		case grpc.ForceCodecCallOption:
+			co.codec = &forcedCodec{v1: o.Codec}
+		case grpc.ForceCodecV2CallOption:
+			co.codec = &forcedCodec{v2: o.CodecV2}
+		case grpc.PerRPCCredsCallOption, grpc.ContentSubtypeCallOption:
+			return co, status.Errorf(codes.Unimplemented, "grpczerodial: call option %T is not supported: messages are protobuf's binary encoding (or a codec forced with grpc.ForceCodec), and credentials are the transport's (TLS) or metadata's", o)
 		}
 	}
 	return co, nil

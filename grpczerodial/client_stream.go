@@ -51,8 +51,12 @@ func (cc *ClientConn) newStream(ctx context.Context, desc *grpc.StreamDesc, meth
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	cs := &clientStream{ctx: ctx, cancel: cancel, method: method, co: co, ended: make(chan struct{}), oneReply: desc != nil && !desc.ServerStreams}
-	sctx := dispatch.CaptureReplyMetadata(dispatch.WithMetadata(outgoing(ctx), framed), &cs.rmd)
+	cs := &clientStream{ctx: ctx, cancel: cancel, method: method, what: "a message of " + method, co: co, ended: make(chan struct{}), oneReply: desc != nil && !desc.ServerStreams}
+	sctx := outgoing(ctx)
+	if co.codec == nil {
+		sctx = dispatch.WithMetadata(sctx, framed)
+	}
+	sctx = dispatch.CaptureReplyMetadata(sctx, &cs.rmd)
 	s, err := dispatch.OpenStream[codec.Raw, codec.Raw](sctx, cc.c, name)
 	if err != nil {
 		cancel()
@@ -87,6 +91,7 @@ type clientStream struct {
 	cancel  context.CancelFunc
 	unwatch func() bool
 	method  string
+	what    string // "a message of <method>", words made once, not for each message
 	co      callOpts
 	// oneReply: a client stream, whose handler sends one message; RecvMsg
 	// reads on to the end after it, as grpc-go's does.
@@ -134,6 +139,11 @@ func (cs *clientStream) pull(forHeader bool) (msg []byte, ok bool) {
 			return nil, false
 		}
 		b := *p
+		if cs.co.codec != nil {
+			// A stream of the Server's codec, not framed: every frame
+			// is a message, and the header comes with the end.
+			return b, true
+		}
 		if len(b) == 0 {
 			cs.finish(status.Error(codes.Internal, "grpczerodial: an empty frame on a stream of "+cs.method))
 			return nil, false
@@ -154,7 +164,9 @@ func (cs *clientStream) pull(forHeader bool) (msg []byte, ok bool) {
 				return nil, false
 			}
 		case kindMsg:
-			cs.setHeader(metadata.MD{}) // a message with no header before it: an empty one
+			if !cs.headerSet {
+				cs.setHeader(metadata.MD{}) // a message with no header before it: an empty one
+			}
 			return b[1:], true
 		default:
 			cs.finish(status.Errorf(codes.Internal, "grpczerodial: a frame of unknown kind %d on a stream of %s", b[0], cs.method))
@@ -250,7 +262,7 @@ func (cs *clientStream) CloseSend() error {
 func (cs *clientStream) SendMsg(m any) error {
 	cs.sendMu.Lock()
 	defer cs.sendMu.Unlock()
-	b, err := marshal(cs.buf[:0], m, "a message of "+cs.method)
+	b, err := cs.co.marshal(cs.buf[:0], m, cs.what)
 	if err != nil {
 		return toStatusError(err)
 	}
@@ -286,7 +298,7 @@ func (cs *clientStream) RecvMsg(m any) error {
 	if !ok {
 		return cs.err
 	}
-	if err := unmarshal(b, m, "a message of "+cs.method); err != nil {
+	if err := cs.co.unmarshal(b, m, cs.what, ""); err != nil {
 		err = status.Error(codes.Internal, err.(*dispatch.Error).Message)
 		cs.finish(err)
 		return err

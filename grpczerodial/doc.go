@@ -5,12 +5,24 @@
 // — pb.NewFooClient(cc) — call it through a dispatch.Client, over any path:
 // the in-process shortcut (copy or direct), memory, tcp, mux.
 //
+// Over HTTP too: httpzerodial's Handler serves the same Server's methods,
+// in Protobuf (their bodies are raw, httpzerodial.RawBodies), at gRPC's own
+// paths, "/pkg.Service/Method", so that grpc-go's client (grpc.NewClient,
+// over h2c or TLS) and connect-go's reach the handler that the generated
+// client calls in process — a gateway's shape. Headers and trailers,
+// binary metadata, deadlines and a status with its details cross as gRPC
+// says; several values of one request header reach the handler as one,
+// joined by ", ", as HTTP folds them.
+//
 // Each method of a service "pkg.Service" is the Server's method
 // "pkg.Service.Method", so it takes the Server's router, interceptor
 // chains, limits, panic rule, health and Shutdown as any other method; its
-// arguments and reply are the messages' protobuf encodings (codec.Raw), so
-// caller and handler never share a message on any path. What gRPC's API
-// gives a handler and a caller is kept:
+// arguments and reply are the messages' protobuf encodings (a
+// codec.RawBody), so caller and handler never share a message. On the
+// direct shortcut nothing is encoded: the messages are deep-copied, or
+// lent, with no copy, to and from a method registered with Borrows (which
+// says what is shared, and for how long). What gRPC's API gives a handler
+// and a caller is kept:
 //
 //   - Errors: a handler's status reaches the caller's status.FromError with
 //     its code, message and details; dispatch's own refusals carry the
@@ -27,13 +39,23 @@
 //     every path, and the handler's context ends with it.
 //   - peer.FromContext in a handler gives the caller's address (dispatch's
 //     CallInfo.RemoteAddr: dispatch.ShortcutAddr on the shortcut) and, over
-//     TLS, a credentials.TLSInfo.
+//     TLS, a credentials.TLSInfo; a caller's grpc.Peer, of a unary call,
+//     the address of the Server the call went to.
 //   - gRPC's interceptors: unary and stream, server (WithUnaryInterceptors,
 //     WithStreamInterceptors) and client (WithUnaryClientInterceptors,
 //     WithStreamClientInterceptors), run on every path, inside dispatch's.
 //
+// A failure is a status (status.FromError, status.Code) that wraps
+// dispatch's error: errors.Is sees dispatch.ErrShutdown,
+// transport.ErrFrameTooLarge and the context's errors, and errors.As the
+// *dispatch.Error. A call given grpc.ForceCodec encodes its messages with
+// that codec, for a method of the Server's own codec (Go types in
+// msgpack): code written against grpc.ClientConnInterface calls any
+// dispatch method so, and the conformance suite (dispatchtest) runs
+// through a ClientConn.
+//
 // What differs: call options that change what is sent (per-call
-// credentials, a forced codec or content subtype) are refused, and those
-// with no meaning off grpc-go's transport are ignored (ClientConn says
-// which). Messages are protobuf's binary encoding.
+// credentials, a content subtype) are refused, and those with no meaning
+// off grpc-go's transport are ignored (ClientConn says which). Messages
+// are protobuf's binary encoding unless a codec is forced.
 package grpczerodial

@@ -2,11 +2,16 @@ module github.com/zerodial/transport/grpczerodial
 
 go 1.26.0
 
-replace github.com/zerodial/transport => ../
+replace (
+	github.com/zerodial/transport => ../
+	github.com/zerodial/transport/httpzerodial => ../httpzerodial
+)
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/stretchr/testify v1.12.1
 	github.com/zerodial/transport v0.0.0-00010101000000-000000000000
+	github.com/zerodial/transport/httpzerodial v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.85.0

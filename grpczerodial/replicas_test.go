@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/peer"
 
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/grpczerodial"
@@ -66,8 +67,12 @@ func TestReplicas(t *testing.T) {
 
 	require.NoError(t, servers[0].Shutdown(ctx))
 	for range 20 {
-		reply, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{})
+		var p peer.Peer
+		reply, err := tc.UnaryCall(ctx, &testpb.SimpleRequest{}, grpc.Peer(&p))
 		require.NoError(t, err)
 		assert.Equal(t, "b", reply.GetServerId())
+		// grpc.Peer names the replica the call went to.
+		require.NotNil(t, p.Addr)
+		assert.Equal(t, addrs[1], p.Addr.String())
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/proto"
 
-	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
 )
 
@@ -56,9 +56,9 @@ func (r *Registrar) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	}
 }
 
-// Register is RegisterService returning its failure as an error. Methods
-// registered before a failure stay registered.
-func (r *Registrar) Register(desc *grpc.ServiceDesc, impl any) error {
+// Register is RegisterService returning its failure as an error, with
+// options: Borrows. Methods registered before a failure stay registered.
+func (r *Registrar) Register(desc *grpc.ServiceDesc, impl any, opts ...RegisterOption) error {
 	if desc == nil {
 		return fmt.Errorf("grpczerodial: Register: nil ServiceDesc")
 	}
@@ -68,14 +68,21 @@ func (r *Registrar) Register(desc *grpc.ServiceDesc, impl any) error {
 			return fmt.Errorf("grpczerodial: Register: %s of service %s does not implement %s", st, desc.ServiceName, ht)
 		}
 	}
+	ro, err := registerOpts(desc, opts)
+	if err != nil {
+		return err
+	}
 	info := grpc.ServiceInfo{Metadata: desc.Metadata}
 	for _, md := range desc.Methods {
 		name := desc.ServiceName + "." + md.MethodName
 		full := "/" + desc.ServiceName + "/" + md.MethodName
-		// The handler reads its arguments only until it returns (it
-		// decodes them into a message of its own) and keeps no reply: a
-		// ShortcutDirect caller's bytes are lent, not copied.
-		if err := dispatch.Handle(r.srv, name, r.unaryHandler(impl, full, md.Handler), dispatch.Borrows()); err != nil {
+		// Every method borrows, for dispatch: the handler reads its
+		// arguments only until it returns (it decodes them into a message
+		// of its own: a copy, unless the method lends, below) and keeps no
+		// reply, so that a ShortcutDirect caller passes its messages
+		// rather than their encodings.
+		h := r.unaryHandler(impl, full, md.Handler, ro.borrowing(md.MethodName))
+		if err := dispatch.Handle(r.srv, name, h, dispatch.Borrows(), bodies(desc.ServiceName, md.MethodName)); err != nil {
 			return fmt.Errorf("grpczerodial: Register %s: %w", full, err)
 		}
 		info.Methods = append(info.Methods, grpc.MethodInfo{Name: md.MethodName})
@@ -83,7 +90,7 @@ func (r *Registrar) Register(desc *grpc.ServiceDesc, impl any) error {
 	for _, sd := range desc.Streams {
 		name := desc.ServiceName + "." + sd.StreamName
 		full := "/" + desc.ServiceName + "/" + sd.StreamName
-		if err := dispatch.HandleStream(r.srv, name, r.streamHandler(impl, full, sd)); err != nil {
+		if err := dispatch.HandleStream(r.srv, name, r.streamHandler(impl, full, sd), bodies(desc.ServiceName, sd.StreamName)); err != nil {
 			return fmt.Errorf("grpczerodial: Register %s: %w", full, err)
 		}
 		info.Methods = append(info.Methods, grpc.MethodInfo{Name: sd.StreamName, IsClientStream: sd.ClientStreams, IsServerStream: sd.ServerStreams})
@@ -107,13 +114,16 @@ func (r *Registrar) GetServiceInfo() map[string]grpc.ServiceInfo {
 }
 
 // unaryHandler serves one unary gRPC method as a dispatch method whose
-// arguments and reply are the messages' protobuf encodings.
-func (r *Registrar) unaryHandler(impl any, full string, h grpc.MethodHandler) func(context.Context, *codec.Raw, *codec.Raw) error {
-	return func(ctx context.Context, args, reply *codec.Raw) error {
-		st := &transportStream{method: full}
-		ctx = handlerContext(ctx, st)
-		in := *args
-		dec := func(m any) error { return unmarshal(in, m, "arguments of "+full) }
+// arguments and reply are bodies: protobuf encodings, or on the direct
+// shortcut the messages themselves, which the handler gets lent when
+// lends is set (Borrows) and copied otherwise.
+func (r *Registrar) unaryHandler(impl any, full string, h grpc.MethodHandler, lends bool) func(context.Context, *body, *body) error {
+	return func(ctx context.Context, args, reply *body) error {
+		defer args.release() // decoded by now: proto.Unmarshal copies what it keeps
+		c := &unaryCall{st: transportStream{method: full}}
+		st := &c.st
+		ctx = handlerContext(ctx, st, &c.peer)
+		dec := func(m any) error { return args.decode(m, lends, "arguments of ", full) }
 		out, err := h(impl, ctx, dec, r.unary)
 		if md := st.seal(); md != nil {
 			if serr := dispatch.SetReplyMetadata(ctx, md); serr != nil {
@@ -123,13 +133,23 @@ func (r *Registrar) unaryHandler(impl any, full string, h grpc.MethodHandler) fu
 		if err != nil {
 			return toDispatchError(err)
 		}
-		b, err := marshal((*reply)[:0], out, "reply of "+full)
-		if err != nil {
-			return err
+		if out == nil {
+			return nil // no message: an empty one, as grpc-go's codec encodes it
 		}
-		*reply = b
+		pm, ok := out.(proto.Message)
+		if !ok {
+			return &dispatch.Error{Code: dispatch.CodeInternal, Message: fmt.Sprintf("grpczerodial: encoding reply of %s: %T is not a proto.Message", full, out)}
+		}
+		reply.Msg, reply.Lent = pm, lends
 		return nil
 	}
+}
+
+// unaryCall is what a unary handler's context holds of its own, in one
+// allocation.
+type unaryCall struct {
+	st   transportStream
+	peer peer.Peer
 }
 
 // noMD is the incoming metadata of a call that carried none; shared, since
@@ -138,9 +158,9 @@ var noMD = metadata.MD{}
 
 // handlerContext gives a handler's context what grpc-go's has: the
 // caller's metadata (metadata.FromIncomingContext), the peer
-// (peer.FromContext) and the stream that grpc.SetHeader, SendHeader,
-// SetTrailer and grpc.Method use.
-func handlerContext(ctx context.Context, st grpc.ServerTransportStream) context.Context {
+// (peer.FromContext, filled in p) and the stream that grpc.SetHeader,
+// SendHeader, SetTrailer and grpc.Method use.
+func handlerContext(ctx context.Context, st grpc.ServerTransportStream, p *peer.Peer) context.Context {
 	ctx = grpc.NewContextWithServerTransportStream(ctx, st)
 	if md, _ := fromDispatchMD(dispatch.MetadataFrom(ctx)); md != nil {
 		delete(md, framesKey) // the ClientConn's, not the caller's
@@ -149,7 +169,7 @@ func handlerContext(ctx context.Context, st grpc.ServerTransportStream) context.
 		ctx = metadata.NewIncomingContext(ctx, noMD) // as grpc-go, there always is some
 	}
 	if info, ok := dispatch.CallInfoFrom(ctx); ok {
-		p := &peer.Peer{Addr: info.RemoteAddr, LocalAddr: info.LocalAddr}
+		*p = peer.Peer{Addr: info.RemoteAddr, LocalAddr: info.LocalAddr}
 		if info.TLS != nil {
 			p.AuthInfo = credentials.TLSInfo{State: *info.TLS, CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 
 	"github.com/zerodial/transport/codec"
 	"github.com/zerodial/transport/dispatch"
@@ -37,10 +38,11 @@ const framesKey = "grpczerodial-frames"
 func (r *Registrar) streamHandler(impl any, full string, sd grpc.StreamDesc) func(context.Context, *dispatch.ServerStream[codec.Raw, codec.Raw]) error {
 	info := &grpc.StreamServerInfo{FullMethod: full, IsClientStream: sd.ClientStreams, IsServerStream: sd.ServerStreams}
 	h := sd.Handler
+	what := "a message of " + full
 	return func(ctx context.Context, s *dispatch.ServerStream[codec.Raw, codec.Raw]) error {
 		v, _ := dispatch.MetadataValue(ctx, framesKey)
-		ss := &serverStream{s: s, method: full, framed: v == "1"}
-		ss.ctx = handlerContext(ctx, streamTransport{ss})
+		ss := &serverStream{s: s, method: full, what: what, framed: v == "1"}
+		ss.ctx = handlerContext(ctx, streamTransport{ss}, &ss.peer)
 		ss.next, ss.stop = iter.Pull2(s.Recv())
 		defer ss.release()
 		var err error
@@ -61,9 +63,11 @@ func (r *Registrar) streamHandler(impl any, full string, sd grpc.StreamDesc) fun
 // serverStream is a handler's grpc.ServerStream.
 type serverStream struct {
 	ctx    context.Context
+	peer   peer.Peer // the handler's context's (peer.FromContext)
 	s      *dispatch.ServerStream[codec.Raw, codec.Raw]
 	method string
-	framed bool // the caller is a ClientConn: kinds of frames, the header in its own
+	what   string // "a message of <method>", for the words of a message's failures
+	framed bool   // the caller is a ClientConn: kinds of frames, the header in its own
 
 	recvMu sync.Mutex // one RecvMsg at a time, and release after it
 	next   func() (*codec.Raw, error, bool)
@@ -77,7 +81,6 @@ type serverStream struct {
 	header     metadata.MD
 	trailer    metadata.MD
 	headerSent bool
-	headerHeld bool // sent, to a caller without framing: it goes with the end
 	sealed     bool
 }
 
@@ -128,13 +131,16 @@ func (ss *serverStream) SendHeader(md metadata.MD) error {
 	}
 	h := metadata.Join(ss.header, md)
 	if !ss.framed {
-		// No frame for a header: it goes with the end, as it would
-		// have come before any message; the caller learns the handler
-		// is ready.
+		// No frame for a header: it is the reply metadata so far, which
+		// goes with the end, as it would have come before any message,
+		// or in a header of the protocol's before it (httpzerodial's
+		// response headers); the caller learns the handler is ready.
 		ss.header = h
 		ss.headerSent = true
-		ss.headerHeld = true
 		ss.mu.Unlock()
+		if err := ss.holdHeader(h); err != nil {
+			return err
+		}
 		ss.s.Ready()
 		return nil
 	}
@@ -170,6 +176,16 @@ func (ss *serverStream) sendHeader(h metadata.MD) error {
 	return nil
 }
 
+// holdHeader sets h as the reply metadata so far, for a caller without
+// framing: it goes with the end, or before the first message where the
+// path has a header of its own (dispatch.StreamHeaderSender).
+func (ss *serverStream) holdHeader(h metadata.MD) error {
+	if err := dispatch.SetReplyMetadata(ss.ctx, replyMD(h, nil)); err != nil {
+		return toStatusError(err)
+	}
+	return nil
+}
+
 func (ss *serverStream) SendMsg(m any) error {
 	ss.sendMu.Lock()
 	defer ss.sendMu.Unlock()
@@ -178,11 +194,14 @@ func (ss *serverStream) SendMsg(m any) error {
 	if !ss.headerSent {
 		ss.headerSent = true
 		h = ss.header
-		ss.headerHeld = !ss.framed
 	}
 	ss.mu.Unlock()
-	if len(h) > 0 && ss.framed {
-		if err := ss.sendHeader(h); err != nil {
+	if len(h) > 0 {
+		send := ss.sendHeader
+		if !ss.framed {
+			send = ss.holdHeader
+		}
+		if err := send(h); err != nil {
 			return err
 		}
 	}
@@ -190,7 +209,7 @@ func (ss *serverStream) SendMsg(m any) error {
 	if ss.framed {
 		b = append(b, kindMsg)
 	}
-	b, err := marshal(b, m, "a message of "+ss.method)
+	b, err := marshal(b, m, ss.what)
 	if err != nil {
 		return toStatusError(err)
 	}
@@ -216,7 +235,7 @@ func (ss *serverStream) RecvMsg(m any) error {
 		ss.ended = true
 		return toStatusError(err)
 	}
-	if err := unmarshal(*p, m, "a message of "+ss.method); err != nil {
+	if err := unmarshal(*p, m, ss.what, ""); err != nil {
 		return toStatusError(err)
 	}
 	return nil
@@ -240,7 +259,7 @@ func (ss *serverStream) seal() dispatch.Metadata {
 	defer ss.mu.Unlock()
 	ss.sealed = true
 	var h metadata.MD
-	if !ss.headerSent || ss.headerHeld {
+	if !ss.headerSent {
 		h = ss.header
 	}
 	return replyMD(h, ss.trailer)

@@ -90,7 +90,11 @@ const notFoundPrefix = "rpc: can't find "
 // status.FromContextError words it; a message over the frame limit, which
 // was not sent, as ResourceExhausted (grpc-go's code for a message over
 // its limit); any other failure of the path (a connection lost, a Client
-// closed) as Unavailable, as gRPC reports a transport's failure.
+// closed) as Unavailable, as gRPC reports a transport's failure. The
+// status error wraps err (statusError): errors.Is and errors.As see
+// dispatch's sentinels (ErrShutdown, transport.ErrFrameTooLarge, the
+// context's errors) and its *Error, with the details of its own that a
+// status cannot carry (dispatch.ErrorDetailAs).
 func toStatusError(err error) error {
 	if err == nil {
 		return nil
@@ -102,11 +106,11 @@ func toStatusError(err error) error {
 	if !errors.As(err, &de) {
 		switch {
 		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-			return status.FromContextError(err).Err()
+			return &statusError{status.FromContextError(err), err}
 		case errors.Is(err, transport.ErrFrameTooLarge):
-			return status.Error(codes.ResourceExhausted, err.Error())
+			return &statusError{status.New(codes.ResourceExhausted, err.Error()), err}
 		}
-		return status.Error(codes.Unavailable, err.Error())
+		return &statusError{status.New(codes.Unavailable, err.Error()), err}
 	}
 	code, ok := toCode[de.Code]
 	if !ok {
@@ -122,5 +126,17 @@ func toStatusError(err error) error {
 		}
 		p.Details = append(p.Details, &anypb.Any{TypeUrl: d.Type, Value: d.Value})
 	}
-	return status.FromProto(p).Err()
+	return &statusError{status.FromProto(p), err}
 }
+
+// statusError is a status (GRPCStatus, which status.FromError and
+// status.Code read) that wraps the error dispatch gave, for errors.Is and
+// errors.As. Its text is the status's, as grpc-go words it.
+type statusError struct {
+	st  *status.Status
+	err error
+}
+
+func (e *statusError) Error() string              { return e.st.Err().Error() }
+func (e *statusError) GRPCStatus() *status.Status { return e.st }
+func (e *statusError) Unwrap() error              { return e.err }

@@ -58,6 +58,8 @@ type env struct {
 	reg *grpczerodial.Registrar
 	c   *dispatch.Client
 	cc  *grpczerodial.ClientConn
+	// addr is the Server's listener's address, which the Client dials.
+	addr string
 }
 
 type setup struct {
@@ -68,12 +70,17 @@ type setup struct {
 	// register registers services; by default, gRPC's interop TestService
 	// and the health service.
 	register func(reg *grpczerodial.Registrar)
+	// methods, when not nil, registers methods of dispatch's own.
+	methods func(srv *dispatch.Server)
 }
 
 func start(t testing.TB, p path, s setup) *env {
 	t.Helper()
 	srv := dispatch.NewServer(s.srvOpts...)
 	reg := grpczerodial.NewRegistrar(srv, s.regOpts...)
+	if s.methods != nil {
+		s.methods(srv)
+	}
 	if s.register != nil {
 		s.register(reg)
 	} else {
@@ -97,7 +104,7 @@ func start(t testing.TB, p path, s setup) *env {
 			cl.Close()
 		}
 	})
-	return &env{srv: srv, reg: reg, c: c, cc: grpczerodial.NewClientConn(c, s.ccOpts...)}
+	return &env{srv: srv, reg: reg, c: c, cc: grpczerodial.NewClientConn(c, s.ccOpts...), addr: l.Addr().String()}
 }
 
 // forEachPath runs f as a subtest on every path.

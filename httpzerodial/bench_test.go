@@ -78,6 +78,7 @@ func BenchmarkUnary(b *testing.B) {
 			add := client[Pair, int](b, ts, row.p, "/Calc/Add", connect.WithCodec(row.codec))
 			ctx := context.Background()
 			b.ReportAllocs()
+			defer startCPU(b)()
 			for b.Loop() {
 				res, err := add.CallUnary(ctx, connect.NewRequest(&Pair{A: 2, B: 3}))
 				if err != nil {
@@ -101,6 +102,7 @@ func BenchmarkStream(b *testing.B) {
 			cl := client[Pair, int](b, ts, row.p, "/Calc/Count", connect.WithCodec(row.codec))
 			ctx := context.Background()
 			b.ReportAllocs()
+			defer startCPU(b)()
 			for b.Loop() {
 				st, err := cl.CallServerStream(ctx, connect.NewRequest(&Pair{A: n}))
 				if err != nil {
@@ -148,6 +150,7 @@ func BenchmarkClientUnary(b *testing.B) {
 			add := client[Pair, int](b, ts, protocols[0], "/Calc/Add", connect.WithCodec(msgpackCodec{}))
 			ctx := context.Background()
 			b.ReportAllocs()
+			defer startCPU(b)()
 			for b.Loop() {
 				res, err := add.CallUnary(ctx, connect.NewRequest(&Pair{A: 2, B: 3}))
 				if err != nil {
@@ -163,6 +166,7 @@ func BenchmarkClientUnary(b *testing.B) {
 			c := dialHTTP(b, ts.URL)
 			ctx := context.Background()
 			b.ReportAllocs()
+			defer startCPU(b)()
 			for b.Loop() {
 				sum, err := add.Call(ctx, c, Pair{A: 2, B: 3})
 				if err != nil {
@@ -190,6 +194,7 @@ func BenchmarkClientStream(b *testing.B) {
 			cl := client[Pair, int](b, ts, protocols[1], "/Calc/Count", connect.WithCodec(msgpackCodec{}))
 			ctx := context.Background()
 			b.ReportAllocs()
+			defer startCPU(b)()
 			for b.Loop() {
 				st, err := cl.CallServerStream(ctx, connect.NewRequest(&Pair{A: n}))
 				if err != nil {
@@ -216,6 +221,7 @@ func BenchmarkClientStream(b *testing.B) {
 			c := dialHTTP(b, ts.URL)
 			ctx := context.Background()
 			b.ReportAllocs()
+			defer startCPU(b)()
 			for b.Loop() {
 				got := 0
 				for m, err := range dispatch.CallStream[Pair, int](ctx, c, "Calc.Count", &Pair{A: n}) {

@@ -23,17 +23,19 @@ import (
 	"github.com/zerodial/transport/httpzerodial"
 )
 
-// The command-line client (../cmd/zerodial) speaks the Connect protocol
-// with net/http alone, having no dependency on connect-go; these tests run
-// the built command against this package's Handler and Describe, so that
-// what it speaks is proved against the real server.
+// The command-line client (../cmd/zerodial, a module of its own) calls over
+// HTTP through this package's Client (Dial); these tests run the built
+// command against this package's Handler and Describe, so that what it
+// speaks is proved against the real server.
 
 // cliCommand builds ../cmd/zerodial for the tests that run it, into a
 // directory removed when t ends.
 func cliCommand(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "zerodial")
-	out, err := exec.Command("go", "build", "-o", path, "../cmd/zerodial").CombinedOutput()
+	build := exec.Command("go", "build", "-o", path, ".")
+	build.Dir = "../cmd/zerodial"
+	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return path
 }

@@ -34,8 +34,11 @@ type clientOptions struct {
 
 // WithHTTPClient makes the Client send its requests with hc, every call
 // and stream alike: its TLS, proxies, timeouts and protocols are the
-// Client's. A stream needs HTTP/2 (see Dial); an hc that speaks only
-// HTTP/1.1 has its streams refused.
+// Client's. A stream needs HTTP/2 to carry messages both ways (see Dial):
+// an hc that speaks only HTTP/1.1 — without h2c to an "http://" address,
+// with Protocols that leave HTTP/2 out to an "https://" one — carries one
+// message from the caller, then the handler's, and refuses the other
+// shapes.
 func WithHTTPClient(hc *http.Client) ClientOption {
 	return func(o *clientOptions) { o.hc = hc }
 }
@@ -115,30 +118,21 @@ func WithDispatchOptions(opts ...dispatch.ClientOption) ClientOption {
 //
 // Dial makes no request: an address nobody serves fails the first call,
 // with the dial's error (which a Client of replicas retries on another).
-// Close closes the idle connections of the Client's own HTTP clients.
+// Close ends the calls and streams in flight (dispatch.ErrShutdown) and
+// closes the connections of the Client's own HTTP clients (each base URL
+// has its own); a program's http.Client (WithHTTPClient) is the
+// program's to close.
 func Dial(ctx context.Context, target string, opts ...ClientOption) (*dispatch.Client, error) {
 	o := clientOptions{codec: codec.Msgpack}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p := &httpProtocol{o: o}
-	if o.hc == nil {
-		p.h1 = &http.Transport{TLSClientConfig: o.tls, ForceAttemptHTTP2: true}
-		prot := new(http.Protocols)
-		prot.SetUnencryptedHTTP2(true)
-		prot.SetHTTP2(true)
-		p.h2c = &http.Transport{TLSClientConfig: o.tls, Protocols: prot}
-	}
-	return dispatch.DialProtocol(ctx, p, target, o.dispatch...)
+	return dispatch.DialProtocol(ctx, &httpProtocol{o: o}, target, o.dispatch...)
 }
 
 // httpProtocol is the dispatch.Protocol of Dial's Clients.
 type httpProtocol struct {
 	o clientOptions
-	// h1 and h2c are the Client's own transports when it was not given an
-	// http.Client: HTTP/1.1 (HTTP/2 when TLS negotiates it), and HTTP/2
-	// with prior knowledge over plain TCP.
-	h1, h2c *http.Transport
 }
 
 func (p *httpProtocol) String() string      { return "http" }
@@ -166,11 +160,17 @@ func (p *httpProtocol) Connect(_ context.Context, addr string) (dispatch.Protoco
 	ctx, stop := context.WithCancel(context.Background())
 	c := &httpConn{p: p, base: strings.TrimSuffix(base, "/"), ctx: ctx, stop: stop}
 	c.unaryHC, c.streamHC = p.o.hc, p.o.hc
-	c.streamH1 = p.o.hc != nil && u.Scheme == "http" && speaksHTTP1(p.o.hc)
+	c.streamH1 = p.o.hc != nil && speaksHTTP1(p.o.hc, u.Scheme)
 	if p.o.hc == nil {
-		c.unaryHC, c.streamHC = &http.Client{Transport: p.h1}, &http.Client{Transport: p.h1}
+		c.dialer = &connDialer{}
+		c.h1 = &http.Transport{TLSClientConfig: p.o.tls, ForceAttemptHTTP2: true, DialContext: c.dialer.dial}
+		prot := new(http.Protocols)
+		prot.SetUnencryptedHTTP2(true)
+		prot.SetHTTP2(true)
+		c.h2c = &http.Transport{TLSClientConfig: p.o.tls, Protocols: prot, DialContext: c.dialer.dial}
+		c.unaryHC, c.streamHC = &http.Client{Transport: c.h1}, &http.Client{Transport: c.h1}
 		if u.Scheme == "http" {
-			c.streamHC = &http.Client{Transport: p.h2c}
+			c.streamHC = &http.Client{Transport: c.h2c}
 			if p.o.grpc {
 				c.unaryHC = c.streamHC
 			}
@@ -192,6 +192,12 @@ type httpConn struct {
 	// in flight.
 	ctx  context.Context
 	stop context.CancelFunc
+	// h1 and h2c are the connection's own transports when the Client was
+	// not given an http.Client: HTTP/1.1 (HTTP/2 when TLS negotiates it),
+	// and HTTP/2 with prior knowledge over plain TCP. Their connections
+	// are dialer's, which Close closes.
+	h1, h2c *http.Transport
+	dialer  *connDialer
 
 	unary, streams sync.Map // method name → *connect.Client[outgoing, incoming]
 }
@@ -212,7 +218,7 @@ func (c *httpConn) client(m *sync.Map, name string, hc *http.Client) *connect.Cl
 		opts = append(opts, c.p.o.protocol)
 	}
 	opts = append(opts, connect.WithCodec(sendCodec{c.p.o.codec})) // last: the codec the calls use
-	cl, _ := m.LoadOrStore(name, connect.NewClient[outgoing, incoming](hc, c.base+path, opts...))
+	cl, _ := m.LoadOrStore(name, connect.NewClient[outgoing, incoming](reachClient{hc}, c.base+path, opts...))
 	return cl.(*connect.Client[outgoing, incoming])
 }
 
@@ -234,10 +240,16 @@ func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, 
 		return nil, nil, &dispatch.Error{Code: dispatch.CodeInternal, Message: "httpzerodial: encoding the arguments of " + name + ": " + err.Error()}
 	}
 	req := connect.NewRequest(&outgoing{raw: body, encoded: true})
-	if err := requestMetadata(req.Header(), md); err != nil {
-		return nil, nil, err
+	if len(md) > 0 { // req.Header() makes a map
+		if err := requestMetadata(req.Header(), md); err != nil {
+			return nil, nil, err
+		}
 	}
 	d, ok := ctx.Deadline()
+	if !ok && c.dialer != nil {
+		// Close ends the call by closing its connection (connDialer).
+		return c.answer(cl.CallUnary(ctx, req))
+	}
 	if !ok {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -246,21 +258,11 @@ func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, 
 		return c.answer(cl.CallUnary(ctx, req))
 	}
 	c.setTimeout(req.Header(), time.Until(d))
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stopCaller := context.AfterFunc(ctx, func() {
-		if ctx.Err() != context.DeadlineExceeded {
-			cancel() // the caller cancelled: so does the request
-		}
-	})
-	stopConn := context.AfterFunc(c.ctx, cancel)
-	late := time.AfterFunc(time.Until(d)+time.Second, cancel)
+	rctx, end := c.detach(ctx, d)
 	done := make(chan unaryResult, 1)
 	go func() {
 		res, err := cl.CallUnary(rctx, req)
-		stopCaller()
-		stopConn()
-		late.Stop()
-		cancel()
+		end()
 		done <- unaryResult{res, err}
 	}()
 	select {
@@ -268,6 +270,36 @@ func (c *httpConn) Call(ctx context.Context, name string, md dispatch.Metadata, 
 		return c.answer(r.res, r.err)
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
+	}
+}
+
+// detach returns the context of a request made for a caller whose
+// context ctx has the deadline d, and the function that ends the request.
+// The deadline's passing does not end the request: a request ended under
+// the handler (an HTTP/2 reset, an HTTP/1.1 connection closed) says no
+// why, and the handler's context would end canceled whenever that came
+// before the server's own deadline, which counts from the request's
+// arrival. The server's deadline ends the handler, which answers so; the
+// request ends with the caller's cancellation, the connection's Close, or
+// a second after the deadline, when no answer came.
+func (c *httpConn) detach(ctx context.Context, d time.Time) (context.Context, func()) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopCaller := context.AfterFunc(ctx, func() {
+		if ctx.Err() != context.DeadlineExceeded {
+			cancel() // the caller cancelled: so does the request
+		}
+	})
+	stopConn := context.AfterFunc(c.ctx, cancel)
+	late := time.AfterFunc(time.Until(d)+time.Second, func() {
+		stopCaller()
+		stopConn()
+		cancel()
+	})
+	return rctx, func() {
+		late.Stop()
+		stopCaller()
+		stopConn()
+		cancel()
 	}
 }
 
@@ -329,13 +361,15 @@ func (c *httpConn) Err() error {
 	return nil
 }
 
-// Close ends the calls and streams in flight and closes the idle
-// connections of the Client's own transports.
+// Close ends the calls and streams in flight and closes the connections
+// of the connection's own transports: those the calls use, which ends the
+// calls that have no context of their own (Call), and the idle ones.
 func (c *httpConn) Close() {
 	c.stop()
-	if c.p.h1 != nil {
-		c.p.h1.CloseIdleConnections()
-		c.p.h2c.CloseIdleConnections()
+	if c.dialer != nil {
+		c.dialer.close()
+		c.h1.CloseIdleConnections()
+		c.h2c.CloseIdleConnections()
 	}
 }
 
@@ -362,7 +396,7 @@ func replyMetadata(h, trailer http.Header) dispatch.Metadata {
 			if md == nil {
 				md = make(dispatch.Metadata)
 			}
-			md[name] = strings.Join(vs, ", ")
+			md[name] = metadataValue(name, strings.Join(vs, ", "))
 		}
 	}
 	return md

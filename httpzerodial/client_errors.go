@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 
@@ -29,7 +30,11 @@ func fromConnect(err error) error {
 		return err
 	}
 	if !connect.IsWireError(err) {
-		if cause := ce.Unwrap(); networkFailure(cause) {
+		cause := ce.Unwrap()
+		if u, ok := errors.AsType[*unreachedError](cause); ok && ce.Code() == connect.CodeUnavailable {
+			return u.err
+		}
+		if networkFailure(cause) {
 			return cause
 		}
 		if ce.Code() == connect.CodeResourceExhausted {
@@ -50,6 +55,29 @@ func fromConnect(err error) error {
 	return e
 }
 
+// reachClient is the connect.HTTPClient of a Client's connect-go clients.
+// An error of its Do came with no response: it is marked as a failure to
+// reach the server (unreachedError), a mark connect-go keeps as its
+// error's cause, so that a certificate refused, or a port that does not
+// speak HTTP, reads as a failure of the connection (fromConnect) rather
+// than as an error of code unavailable, which a server's handler can
+// answer too.
+type reachClient struct{ hc *http.Client }
+
+func (c reachClient) Do(r *http.Request) (*http.Response, error) {
+	res, err := c.hc.Do(r)
+	if ue, ok := err.(*url.Error); ok {
+		ue.Err = &unreachedError{ue.Err}
+	}
+	return res, err
+}
+
+// unreachedError is an error of reachClient's Do.
+type unreachedError struct{ err error }
+
+func (u *unreachedError) Error() string { return u.err.Error() }
+func (u *unreachedError) Unwrap() error { return u.err }
+
 // networkFailure reports whether err is a failure of the network under a
 // request: a dial, a read or write of its connection, the peer gone.
 func networkFailure(err error) bool {
@@ -61,13 +89,17 @@ func networkFailure(err error) bool {
 // requestMetadata sets md as the headers of a request, or refuses a key
 // or value a header cannot carry: net/http would refuse the request in
 // words that do not say it was the metadata. Keys the protocols reserve
-// are left out, as they are never metadata on the Handler's side.
+// are left out, as they are never metadata on the Handler's side. A binary
+// key's value (a name ending in "-bin") goes in base64, as the Handler
+// reads it, so that it may hold any bytes.
 func requestMetadata(h http.Header, md dispatch.Metadata) error {
 	for k, v := range md {
 		if !validName(k) {
 			return &dispatch.Error{Code: dispatch.CodeInvalidArgument, Message: fmt.Sprintf("httpzerodial: the metadata key %q cannot be an HTTP header name (RFC 9110's token)", k)}
 		}
-		if !validValue(v) {
+		if strings.HasSuffix(strings.ToLower(k), binarySuffix) {
+			v = connect.EncodeBinaryHeader([]byte(v))
+		} else if !validValue(v) {
 			return &dispatch.Error{Code: dispatch.CodeInvalidArgument, Message: fmt.Sprintf("httpzerodial: the value of the metadata key %q has a control character, which an HTTP header cannot carry", k)}
 		}
 		if !reserved(strings.ToLower(k)) {

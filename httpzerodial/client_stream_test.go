@@ -3,8 +3,10 @@ package httpzerodial_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -169,8 +171,22 @@ func TestDialStreamOverHTTP1(t *testing.T) {
 	ts := serve(t, srv)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	for _, url := range []string{ts.URL, proxy(t, ts, false).URL} {
-		c := dialHTTP(t, url, httpzerodial.WithHTTPClient(&http.Client{Transport: tr}))
+	// Over TLS, a transport whose Protocols leave HTTP/2 out.
+	tlsServer := httptest.NewUnstartedServer(httpzerodial.NewHandler(srv))
+	tlsServer.EnableHTTP2 = true
+	tlsServer.StartTLS()
+	t.Cleanup(tlsServer.Close)
+	tlsTr := tlsServer.Client().Transport.(*http.Transport).Clone()
+	tlsTr.Protocols = new(http.Protocols)
+	tlsTr.Protocols.SetHTTP1(true)
+	tlsTr.TLSClientConfig.NextProtos = nil // httptest's client offers h2 in ALPN
+	t.Cleanup(tlsTr.CloseIdleConnections)
+	for _, s := range []struct {
+		url string
+		tr  *http.Transport
+	}{{ts.URL, tr}, {proxy(t, ts, false).URL, tr}, {tlsServer.URL, tlsTr}} {
+		url := s.url
+		c := dialHTTP(t, url, httpzerodial.WithHTTPClient(&http.Client{Transport: s.tr}))
 		var md dispatch.Metadata
 		ctx := dispatch.CaptureReplyMetadata(dispatch.WithMetadata(context.Background(), dispatch.Metadata{"who": "me"}), &md)
 		var got []int
@@ -207,4 +223,64 @@ func TestDialStreamOverHTTP1(t *testing.T) {
 		assert.Equal(t, dispatch.CodeUnimplemented, e.Code)
 		s.Close()
 	}
+}
+
+// A stream with a deadline: the deadline's passing does not end the
+// request, whose end the handler would see as a cancellation, but the
+// server's own deadline ends the handler's context, with
+// context.DeadlineExceeded as on every path; and the caller returns at
+// its deadline all the same, though the handler ignores its context and
+// has not answered. Over h2c and over HTTP/1.1 (one way).
+func TestClientStreamDeadline(t *testing.T) {
+	srv := dispatch.NewServer()
+	ended := make(chan error, 1)
+	release := make(chan struct{})
+	require.NoError(t, dispatch.HandleStream(srv, "Clock.Wait", func(ctx context.Context, s *dispatch.ServerStream[Pair, int]) error {
+		if err := s.Send(new(1)); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return ctx.Err()
+	}))
+	require.NoError(t, dispatch.HandleStream(srv, "Clock.Blind", func(ctx context.Context, s *dispatch.ServerStream[Pair, int]) error {
+		if err := s.Send(new(1)); err != nil {
+			return err
+		}
+		<-release
+		return nil
+	}))
+	ts := serve(t, srv)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	for name, opts := range map[string][]httpzerodial.ClientOption{
+		"h2c":   nil,
+		"http1": {httpzerodial.WithHTTPClient(&http.Client{Transport: tr})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := dialHTTP(t, ts.URL, opts...)
+			call := func(method string) ([]int, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				var got []int
+				for n, err := range dispatch.CallStream[Pair, int](ctx, c, method, &Pair{}) {
+					if err != nil {
+						return got, err
+					}
+					got = append(got, *n)
+				}
+				return got, nil
+			}
+			got, err := call("Clock.Wait")
+			assert.Equal(t, []int{1}, got)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.ErrorIs(t, recv(t, ended, "the handler's context to end"), context.DeadlineExceeded)
+
+			got, err = call("Clock.Blind")
+			assert.Equal(t, []int{1}, got)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Contains(t, err.Error(), "Clock.Blind over http: ")
+		})
+	}
+	close(release)
 }

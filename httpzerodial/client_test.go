@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -219,6 +220,51 @@ func TestClientNobodyServes(t *testing.T) {
 	assert.Contains(t, err.Error(), "Calc.Add over http: ")
 }
 
+// A server reached but refused before any HTTP response — its certificate
+// not trusted, its port speaking something other than HTTP — is a failure
+// to reach it as well, not an answer of code unavailable (connect-go's
+// word for both), on a call and a stream alike.
+func TestClientUnreached(t *testing.T) {
+	srv := dispatch.NewServer()
+	newCalc(t, srv)
+	tls := httptest.NewUnstartedServer(httpzerodial.NewHandler(srv))
+	tls.EnableHTTP2 = true
+	tls.StartTLS()
+	t.Cleanup(tls.Close)
+	notHTTP, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := notHTTP.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("ZDIAL not HTTP\r\n\r\n"))
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		notHTTP.Close()
+		<-done
+	})
+	for name, url := range map[string]string{"untrusted": tls.URL, "not-http": "http://" + notHTTP.Addr().String()} {
+		t.Run(name, func(t *testing.T) {
+			c := dialHTTP(t, url)
+			var r int
+			err := c.Call(context.Background(), "Calc.Add", &Pair{}, &r)
+			require.Error(t, err)
+			var e *dispatch.Error
+			assert.False(t, errors.As(err, &e), "%v", err)
+			for _, err := range dispatch.CallStream[Pair, int](context.Background(), c, "Calc.Count", &Pair{A: 1}) {
+				require.Error(t, err)
+				assert.False(t, errors.As(err, &e), "%v", err)
+			}
+		})
+	}
+}
+
 // proxy returns a reverse proxy to ts, speaking HTTP/1.1 and h2c both
 // ways when h2c, HTTP/1.1 only otherwise.
 func proxy(t testing.TB, ts *httptest.Server, h2c bool) *httptest.Server {
@@ -350,5 +396,38 @@ func TestClientReplicas(t *testing.T) {
 		} else {
 			assert.True(t, st.In, "%+v", st)
 		}
+	}
+}
+
+// Close ends the calls in flight with dispatch.ErrShutdown, and the
+// handler's context with them: on the Client's own transports, whose
+// connections Close closes, and on a program's http.Client, whose
+// requests it cancels.
+func TestClientCloseEndsCalls(t *testing.T) {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	for name, opts := range map[string][]httpzerodial.ClientOption{
+		"own":         nil,
+		"grpc":        {httpzerodial.WithGRPC()},
+		"http.Client": {httpzerodial.WithHTTPClient(&http.Client{Transport: tr})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := dispatch.NewServer()
+			calc := newCalc(t, srv)
+			ts := serve(t, srv)
+			c, err := httpzerodial.Dial(context.Background(), ts.URL, opts...)
+			require.NoError(t, err)
+			errc := make(chan error, 1)
+			go func() {
+				var r int
+				errc <- c.Call(context.Background(), "Calc.Hold", &Pair{}, &r)
+			}()
+			recv(t, calc.started, "Hold to start")
+			require.NoError(t, c.Close())
+			assert.ErrorIs(t, recv(t, errc, "the call to return"), dispatch.ErrShutdown)
+			assert.ErrorIs(t, recv(t, calc.ended, "the handler's context to end"), context.Canceled)
+			var r int
+			assert.ErrorIs(t, c.Call(context.Background(), "Calc.Add", &Pair{}, &r), dispatch.ErrShutdown)
+		})
 	}
 }

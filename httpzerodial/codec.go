@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/dispatch"
 )
 
 // message is a request or reply as connect-go carries it: one message's
@@ -69,26 +69,54 @@ func (noProto) Unmarshal(data []byte, v any) error {
 
 var errNoProto = fmt.Errorf("httpzerodial: Protobuf is not served; send JSON (application/json, +json) or msgpack (+msgpack)")
 
+// rawProto serves Protobuf for a method of raw bodies (RawBodies): a
+// message's bytes are handed through as they are, to a handler that
+// decodes them itself (a gRPC service's, registered through grpczerodial),
+// and its reply's bytes back. connect-go's own messages are Protobuf's, as
+// noProto's.
+type rawProto struct{ noProto }
+
+func (rawProto) Marshal(v any) ([]byte, error) {
+	if m, ok := v.(*message); ok {
+		return m.data, nil
+	}
+	return noProto{}.Marshal(v)
+}
+
+func (rawProto) Unmarshal(data []byte, v any) error {
+	if m, ok := v.(*message); ok {
+		return passCodec{codecProto}.Unmarshal(data, m)
+	}
+	return noProto{}.Unmarshal(data, v)
+}
+
+// RawBodies reports whether a method's arguments and reply (a stream's
+// messages each way) are raw bodies — codec.Raw, []byte, or a type that
+// encodes and decodes itself (codec.RawBody, as grpczerodial's unary
+// methods' are) — which the Handler hands through as they come in every
+// codec, Protobuf included.
+func RawBodies(info dispatch.MethodInfo) bool {
+	return codec.PassesThrough(info.Args) && codec.PassesThrough(info.Reply)
+}
+
 // The codec names served: JSON (with the charset parameter Connect allows
 // on a unary call) and msgpack.
 const (
 	codecJSON        = "json"
 	codecJSONCharset = "json; charset=utf-8"
 	codecMsgpack     = "msgpack"
+	codecProto       = "proto"
 )
 
 // codecOf returns the codec name of a request's Content-Type, for a stream,
 // whose messages say nothing of it before the first arrives:
 // "application/connect+json" and "application/grpc-web+msgpack; x=y" name
-// json and msgpack.
+// json and msgpack, "application/grpc" and "+proto" proto (which only a
+// method of RawBodies is served in).
 func codecOf(contentType string) string {
-	ct, _, _ := strings.Cut(contentType, ";")
-	ct = strings.TrimSpace(strings.ToLower(ct))
-	if i := strings.LastIndexAny(ct, "+/"); i >= 0 {
-		ct = ct[i+1:]
-	}
-	if ct == codecMsgpack {
-		return codecMsgpack
+	switch _, c := kindOf(contentType); c {
+	case codecMsgpack, codecProto:
+		return c
 	}
 	return codecJSON
 }
@@ -101,6 +129,10 @@ func codecOf(contentType string) string {
 // DisallowUnknownFields.
 func decode(name string, data []byte, v any, strict bool) error {
 	switch {
+	case name == codecProto:
+		// Raw bodies (RawBodies): the bytes as they are, which msgpack
+		// passes through (codec.Raw).
+		return codec.Msgpack.Unmarshal(data, v)
 	case len(data) == 0:
 		return nil
 	case name == codecMsgpack && strict:
@@ -181,7 +213,7 @@ func jsonFieldsMatched(data []byte, v any) error {
 // back as it is, where AppendMarshal to nil copies it (and encodes anything
 // else straight into a new slice, as Marshal would).
 func encode(name string, v any) ([]byte, error) {
-	if name == codecMsgpack {
+	if name == codecMsgpack || name == codecProto {
 		return codec.Msgpack.(codec.Appender).AppendMarshal(nil, v)
 	}
 	return json.Marshal(v)

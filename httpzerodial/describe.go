@@ -24,8 +24,10 @@ import (
 // it beside the Handler, at a path no method has ("/describe", say).
 //
 // It is package describe's Description (describe.Of), each method with
-// the path a call of it is posted to; a Server that also calls
-// describe.Register answers the same over every path.
+// the path a call of it is posted to (and, for a gRPC method registered
+// through grpczerodial, its "encoding": protobuf, its messages, its gRPC
+// name); a Server that also calls describe.Register answers the same over
+// every path.
 func Describe(srv *dispatch.Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -48,11 +50,12 @@ type description struct {
 }
 
 type methodDescription struct {
-	Name   string          `json:"name"`
-	Path   string          `json:"path"`
-	Stream bool            `json:"stream"`
-	Args   describe.Schema `json:"args"`
-	Reply  describe.Schema `json:"reply"`
+	Name     string             `json:"name"`
+	Path     string             `json:"path"`
+	Stream   bool               `json:"stream"`
+	Args     describe.Schema    `json:"args"`
+	Reply    describe.Schema    `json:"reply"`
+	Encoding *dispatch.Encoding `json:"encoding,omitempty"`
 }
 
 // describeHTTP adds to d each method's path, "/Service/Method".
@@ -61,11 +64,12 @@ func describeHTTP(d describe.Description) description {
 	for _, m := range d.Methods {
 		dot := strings.LastIndex(m.Name, ".")
 		out.Methods = append(out.Methods, methodDescription{
-			Name:   m.Name,
-			Path:   "/" + m.Name[:dot] + "/" + m.Name[dot+1:],
-			Stream: m.Stream,
-			Args:   m.Args,
-			Reply:  m.Reply,
+			Name:     m.Name,
+			Path:     "/" + m.Name[:dot] + "/" + m.Name[dot+1:],
+			Stream:   m.Stream,
+			Args:     m.Args,
+			Reply:    m.Reply,
+			Encoding: m.Encoding,
 		})
 	}
 	return out

@@ -9,7 +9,13 @@
 // every method "Service.Method" the Server has — registered before or
 // after — with the method's own Go types, in JSON ("application/json",
 // "application/connect+json", "application/grpc+json", ...) or in msgpack
-// ("+msgpack"), the codec zerodial's wire uses. connect-go does all of the
+// ("+msgpack"), the codec zerodial's wire uses. A method of raw bodies
+// (codec.Raw, []byte or a codec.RawBody each way: RawBodies) is served in Protobuf too
+// ("application/proto", "application/grpc", "+proto"), its bytes handed
+// through as they come: so a gRPC service registered through grpczerodial,
+// whose handlers decode their own messages, answers grpc-go's and
+// connect-go's clients and their generated code, beside the generated
+// client calling it in process. connect-go does all of the
 // protocols' work: envelopes, compression, timeouts from
 // Connect-Timeout-Ms and grpc-timeout, the error formats, headers and
 // trailers; this package decodes each message into the method's types and
@@ -23,7 +29,13 @@
 //     in lower case, several values joined by ", ", without the headers of
 //     HTTP and of the protocols themselves (Content-Type, Connect-*, Grpc-*,
 //     ...). Reply metadata (SetReplyMetadata) goes back as response headers
-//     of a unary call, and as trailers of a stream.
+//     of a unary call; of a stream, what the handler set before it was
+//     ready (Ready, or its first message) goes in the response headers, and
+//     the rest in the trailers. A reply key "key#t" is a trailer's entry,
+//     of a unary call too, and "key#1", "key#2", ... further values of
+//     "key": the form in which grpczerodial carries gRPC's headers and
+//     trailers. A binary key's values (a name ending in "-bin", gRPC's and
+//     Connect's rule) cross in base64, and are the bytes on both sides.
 //   - The handler's context carries the request's deadline and ends when
 //     the request does (the client went away, its deadline passed). The
 //     deadline bounds the reading of the request's body too: a body that
@@ -33,10 +45,14 @@
 //     ResponseWriter that middleware wraps must Unwrap to it).
 //   - Codes map both ways by name: dispatch's codes are Connect's and
 //     gRPC's (ConnectCode, DispatchCode). A code of a handler's own that
-//     neither knows goes as unknown.
+//     neither knows goes as unknown. A method the Server does not have is
+//     not_found, in the router's words, but to a gRPC request in Protobuf
+//     (a gRPC client's own), which gets unimplemented, as gRPC's servers
+//     answer it.
 //   - An error's details (dispatch.ErrorDetail) go as the protocol's error
 //     details, each a google.protobuf.Any holding the msgpack value under
-//     DetailTypeURLPrefix and the detail's type name; details over
+//     DetailTypeURLPrefix and the detail's type name (a detail whose type is
+//     a type URL already, a gRPC status's, goes as that Any); details over
 //     dispatch.MaxErrorDetailsSize make the internal error every path gets.
 //   - Arguments that do not fit their type are refused with
 //     invalid_argument in the codec's words, which name the field: msgpack's

@@ -2,6 +2,7 @@ package httpzerodial
 
 import (
 	"errors"
+	"strings"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -57,11 +58,18 @@ func connectError(err error, md dispatch.Metadata) error {
 	}
 	ce := connect.NewError(ConnectCode(e.Code), errors.New(e.Message))
 	for _, d := range e.Details() {
+		url := DetailTypeURLPrefix + d.Type
+		if strings.Contains(d.Type, "/") {
+			// A type URL already: a Protobuf message's Any, as
+			// grpczerodial carries a gRPC status's details, sent as it
+			// came.
+			url = d.Type
+		}
 		// An Any is taken as it is: NewErrorDetail cannot fail.
-		cd, _ := connect.NewErrorDetail(&anypb.Any{TypeUrl: DetailTypeURLPrefix + d.Type, Value: d.Value})
+		cd, _ := connect.NewErrorDetail(&anypb.Any{TypeUrl: url, Value: d.Value})
 		ce.AddDetail(cd)
 	}
-	setMetadata(ce.Meta(), md)
+	setMetadata(ce.Meta(), ce.Meta(), md, nil)
 	return ce
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,13 +114,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.errors.Write(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf("httpzerodial: %q is not a method's path, /Service/Method", r.URL.Path)))
 		return
 	}
-	rt := h.route(name)
-	if rt == nil {
-		h.errors.Write(w, r, connect.NewError(connect.CodeNotFound, errors.New(h.notFound(name))))
-		return
-	}
 	ct := r.Header.Get("Content-Type")
 	k, codec := kindOf(ct)
+	rt := h.route(name)
+	if rt == nil {
+		code := connect.CodeNotFound
+		if k == kindGRPC && codec == codecProto {
+			// A gRPC client's (in Protobuf): unimplemented, as a gRPC
+			// server answers, and as grpczerodial's ClientConn reports
+			// the router's words on every other path.
+			code = connect.CodeUnimplemented
+		}
+		h.errors.Write(w, r, connect.NewError(code, errors.New(h.notFound(name))))
+		return
+	}
 	ctx := withPeer(r)
 	var body *requestBody
 	if r.Body != nil && r.Body != http.NoBody {
@@ -198,11 +206,15 @@ func (h *Handler) route(name string) *route {
 	dot := strings.LastIndex(name, ".")
 	procedure := "/" + name[:dot] + "/" + name[dot+1:]
 	rt := new(route)
+	opts := h.opts
+	if RawBodies(info) {
+		opts = append(slices.Clip(opts), connect.WithCodec(rawProto{}))
+	}
 	if info.Stream {
-		rt.bidi = connect.NewBidiStreamHandler(procedure, h.bidi(name), h.opts...)
-		rt.server = connect.NewServerStreamHandler(procedure, h.serverStream(name), h.opts...)
+		rt.bidi = connect.NewBidiStreamHandler(procedure, h.bidi(name), opts...)
+		rt.server = connect.NewServerStreamHandler(procedure, h.serverStream(name), opts...)
 	} else {
-		rt.unary = connect.NewUnaryHandler(procedure, h.unary(name), h.opts...)
+		rt.unary = connect.NewUnaryHandler(procedure, h.unary(name), opts...)
 	}
 	actual, _ := h.methods.LoadOrStore(name, rt)
 	return actual.(*route)
@@ -213,6 +225,11 @@ func (h *Handler) unary(name string) func(context.Context, *connect.Request[mess
 	return func(ctx context.Context, req *connect.Request[message]) (*connect.Response[message], error) {
 		in := req.Msg
 		cdc := in.codec
+		if cdc == "" {
+			// An empty body, which connect-go hands over undecoded: the
+			// codec the Content-Type names, for the reply.
+			cdc = codecOf(req.Header().Get("Content-Type"))
+		}
 		reply, md, err := h.srv.Invoke(ctx, incomingCall(ctx, name, req.Header()), func(args any) error {
 			return decode(cdc, in.data, args, h.srv.StrictDecoding())
 		})
@@ -224,7 +241,7 @@ func (h *Handler) unary(name string) func(context.Context, *connect.Request[mess
 			return nil, connectError(&dispatch.Error{Code: dispatch.CodeInternal, Message: "dispatch: encoding reply of " + name + ": " + err.Error()}, md)
 		}
 		res := connect.NewResponse(&message{data: body})
-		setMetadata(res.Header(), md)
+		setMetadata(res.Header(), res.Trailer(), md, nil)
 		return res, nil
 	}
 }

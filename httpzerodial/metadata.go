@@ -1,12 +1,17 @@
 package httpzerodial
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
+
+	"connectrpc.com/connect"
 
 	"github.com/zerodial/transport/dispatch"
 )
@@ -30,7 +35,9 @@ func reserved(name string) bool {
 
 // metadataFrom returns the call's metadata from its request headers: each
 // header that is not the protocol's, its name in lower case, its values
-// joined by ", " (as HTTP allows a list to be folded); nil when none.
+// joined by ", " (as HTTP allows a list to be folded); nil when none. The
+// values of a binary header (a name ending in "-bin", gRPC's and Connect's
+// rule) are decoded from base64; one that is not base64 is kept as it came.
 func metadataFrom(h http.Header) dispatch.Metadata {
 	var md dispatch.Metadata
 	for k, vs := range h {
@@ -41,21 +48,102 @@ func metadataFrom(h http.Header) dispatch.Metadata {
 		if md == nil {
 			md = make(dispatch.Metadata)
 		}
-		md[name] = strings.Join(vs, ", ")
+		md[name] = metadataValue(name, strings.Join(vs, ", "))
 	}
 	return md
 }
 
-// setMetadata writes reply metadata into response headers or trailers. A
-// key that is not a valid header name, or that the protocols reserve, and
-// a value that a header cannot carry, are left out: writing them would
-// break the response.
-func setMetadata(h http.Header, md dispatch.Metadata) {
+// metadataValue is the metadata value of a header's value: a binary
+// header's decoded.
+func metadataValue(name, v string) string {
+	if !strings.HasSuffix(name, binarySuffix) {
+		return v
+	}
+	b, err := connect.DecodeBinaryHeader(v)
+	if err != nil {
+		return v
+	}
+	return string(b)
+}
+
+// binarySuffix ends the name of a header whose values are bytes, sent in
+// base64.
+const binarySuffix = "-bin"
+
+// Reply metadata keys may say where an entry goes, in the form grpczerodial
+// writes gRPC's headers and trailers (dispatch metadata holds one string a
+// key): "key#t" is a trailer's entry, "key#1", "key#2", ... (and "key#t1",
+// ...) further values of the key. Any other key is taken as it is.
+
+// replyKey splits a reply metadata key into the header's name, whether it
+// is a trailer's, and the value's place among the name's values.
+func replyKey(k string) (name string, trailer bool, i int) {
+	base, tail, found := strings.Cut(k, "#")
+	if !found {
+		return k, false, 0
+	}
+	if t, ok := strings.CutPrefix(tail, "t"); ok {
+		trailer, tail = true, t
+	}
+	if tail == "" {
+		return base, trailer, 0
+	}
+	n, err := strconv.Atoi(tail)
+	if err != nil || n < 1 {
+		return k, false, 0 // not of that form: a key as it is
+	}
+	return base, trailer, n
+}
+
+// setMetadata writes reply metadata into response headers, and its
+// trailer's entries (replyKey) into trailer. A key that is not a valid
+// header name, or that the protocols reserve, and a value that a header
+// cannot carry, are left out: writing them would break the response. A
+// binary header's value (a name ending in "-bin") is written in base64.
+// skip, when not nil, leaves out the entries it reports, those sent
+// already.
+func setMetadata(header, trailer http.Header, md dispatch.Metadata, skip func(key, value string) bool) {
+	type entry struct {
+		h    http.Header
+		name string
+		i    int
+		v    string
+	}
+	var many []entry // keys of several values, set in order below
 	for k, v := range md {
-		if !validName(k) || reserved(strings.ToLower(k)) || !validValue(v) {
+		if skip != nil && skip(k, v) {
 			continue
 		}
-		h.Set(k, v)
+		name, tr, i := replyKey(k)
+		lower := strings.ToLower(name)
+		if !validName(name) || reserved(lower) {
+			continue
+		}
+		if strings.HasSuffix(lower, binarySuffix) {
+			v = connect.EncodeBinaryHeader([]byte(v))
+		} else if !validValue(v) {
+			continue
+		}
+		h := header
+		if tr {
+			h = trailer
+		}
+		if h == nil {
+			continue
+		}
+		if name == k {
+			h.Set(k, v)
+			continue
+		}
+		many = append(many, entry{h, name, i, v})
+	}
+	slices.SortFunc(many, func(a, b entry) int { return cmp.Compare(a.i, b.i) })
+	for _, e := range many {
+		if e.i == 0 {
+			e.h.Set(e.name, e.v)
+		} else {
+			e.h.Add(e.name, e.v)
+		}
 	}
 }
 

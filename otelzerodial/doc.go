@@ -43,7 +43,8 @@
 //     own; both ends of a call are zerodial.
 //   - rpc.method: "Service/Method", as in the span's name.
 //   - zerodial.path (PathKey): the way the call went — "memory", "tcp",
-//     "mux", "shortcut-copy", "shortcut-direct", or "netrpc" for a call
+//     "mux", "shortcut-copy", "shortcut-direct", "http" for a call over
+//     HTTP (httpzerodial's Client and Handler), or "netrpc" for a call
 //     carried by a net/rpc codec (Server.ServeCodec, dispatch.DialCodec)
 //     (dispatch.CallInfo.Path). On the Client it is the path the Client
 //     meant to take when the span starts, corrected when the call returns.
@@ -52,9 +53,11 @@
 //     the Client as text only: its span reads UNKNOWN unless the words are
 //     ones dispatch.NewCodecClient knows.
 //   - Client: server.address and server.port, from the address dialled
-//     (the port only when the address has one: a memory address has none).
+//     (the port only when the address has one: a memory address has none;
+//     of a base URL, its host and its port, or its scheme's).
 //   - Server: network.peer.address and network.peer.port, when the peer's
-//     address is an IP address (tcp, mux); a memory socket's peer and the
+//     address is an IP address (tcp, mux, and http: the request's remote
+//     address, a proxy's when there is one); a memory socket's peer and the
 //     shortcut's (dispatch.ShortcutAddr) have none.
 //   - rpc.response.status_code: "OK", or the call's dispatch.Code, spelled
 //     as gRPC spells its codes ("NOT_FOUND", "DEADLINE_EXCEEDED", "CANCELLED"

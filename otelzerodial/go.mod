@@ -2,10 +2,14 @@ module github.com/zerodial/transport/otelzerodial
 
 go 1.26.0
 
-replace github.com/zerodial/transport => ../
+replace (
+	github.com/zerodial/transport => ../
+	github.com/zerodial/transport/httpzerodial => ../httpzerodial
+)
 
 require (
 	github.com/zerodial/transport v0.0.0-00010101000000-000000000000
+	github.com/zerodial/transport/httpzerodial v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -15,6 +19,7 @@ require (
 )
 
 require (
+	connectrpc.com/connect v1.21.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -25,5 +30,6 @@ require (
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )

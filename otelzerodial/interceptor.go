@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -304,7 +305,9 @@ func appendPeer(attrs []attribute.KeyValue, a net.Addr) []attribute.KeyValue {
 
 // serverOf returns server.address and server.port (0 for none) of the
 // address a Client dialled: host and port of a network address, the whole
-// of a memory transport's ("mem:3" names a listener; it has no port).
+// of a memory transport's ("mem:3" names a listener; it has no port), and
+// host and port of a base URL (httpzerodial's Client), the port its
+// scheme's when the URL names none.
 func serverOf(a net.Addr) (string, int) {
 	if a == nil {
 		return "", 0
@@ -312,6 +315,9 @@ func serverOf(a net.Addr) (string, int) {
 	s := a.String()
 	if a.Network() == "memory" || strings.IndexByte(s, ':') < 0 {
 		return s, 0
+	}
+	if strings.Contains(s, "://") {
+		return urlServer(s)
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
@@ -322,4 +328,17 @@ func serverOf(a net.Addr) (string, int) {
 		return host, 0
 	}
 	return host, p
+}
+
+// urlServer returns server.address and server.port of a base URL.
+func urlServer(s string) (string, int) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return s, 0
+	}
+	p, err := strconv.Atoi(u.Port())
+	if err != nil || p <= 0 || p > 65535 {
+		p = map[string]int{"http": 80, "https": 443}[u.Scheme]
+	}
+	return u.Hostname(), p
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/httpzerodial"
 	"github.com/zerodial/transport/memory"
 	"github.com/zerodial/transport/mux"
 	"github.com/zerodial/transport/otelzerodial"
@@ -127,6 +130,9 @@ type pathCase struct {
 	newTransport func(t *testing.T) (transport.Transport, string)
 	shortcut     dispatch.ShortcutMode
 	ipPeer       bool // the Server sees the peer's IP address
+	// http: the Server is served by httpzerodial's Handler and called
+	// through httpzerodial.Dial's Client, newTransport unused.
+	http bool
 }
 
 var pathCases = []pathCase{
@@ -139,6 +145,7 @@ var pathCases = []pathCase{
 	}, ipPeer: true},
 	{path: dispatch.PathShortcutCopy, newTransport: tcpTransport, shortcut: dispatch.ShortcutCopy},
 	{path: dispatch.PathShortcutDirect, newTransport: tcpTransport, shortcut: dispatch.ShortcutDirect},
+	{path: dispatch.PathHTTP, http: true, ipPeer: true},
 }
 
 func tcpTransport(*testing.T) (transport.Transport, string) { return tcp.New(), "127.0.0.1:0" }
@@ -188,25 +195,43 @@ func start(t *testing.T, pc pathCase, server, client []otelzerodial.Option) *env
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, listenAddr := pc.newTransport(t)
-	l, err := tr.Listen(listenAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(l); err != nil {
-		l.Close()
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { srv.Close() })
-	addr := l.Addr().String()
-	c, err := dispatch.Dial(context.Background(), tr, addr,
-		dispatch.WithInterceptors(otelzerodial.ClientInterceptor(client...)),
-		dispatch.WithShortcut(pc.shortcut))
+	c, addr := serveAndDial(t, pc, srv, dispatch.WithInterceptors(otelzerodial.ClientInterceptor(client...)))
+	return &env{client: c, server: srv, addr: addr}
+}
+
+// serveAndDial serves srv on pc's path and dials it with opts, returning
+// the Client, closed when t ends, and the address dialled.
+func serveAndDial(t *testing.T, pc pathCase, srv *dispatch.Server, opts ...dispatch.ClientOption) (*dispatch.Client, string) {
+	t.Helper()
+	var c *dispatch.Client
+	var addr string
+	var err error
+	if pc.http {
+		ts := httptest.NewUnstartedServer(httpzerodial.NewHandler(srv))
+		ts.Config.Protocols = httpzerodial.Protocols() // h2c, for streams
+		ts.Start()
+		t.Cleanup(ts.Close)
+		addr = ts.URL
+		c, err = httpzerodial.Dial(context.Background(), addr, httpzerodial.WithDispatchOptions(opts...))
+	} else {
+		tr, listenAddr := pc.newTransport(t)
+		l, lerr := tr.Listen(listenAddr)
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		if err := srv.Start(l); err != nil {
+			l.Close()
+			t.Fatal(err)
+		}
+		addr = l.Addr().String()
+		c, err = dispatch.Dial(context.Background(), tr, addr, append(opts, dispatch.WithShortcut(pc.shortcut))...)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &env{client: c, server: srv, addr: addr}
+	return c, addr
 }
 
 func forEachPath(t *testing.T, f func(t *testing.T, pc pathCase)) {
@@ -306,7 +331,13 @@ func TestAttributes(t *testing.T) {
 
 		// The client: server.address and server.port from the address dialled.
 		host, port := e.addr, "" // a memory address, "mem:1": no port
-		if pc.path != "memory" {
+		if pc.http {
+			u, err := url.Parse(e.addr) // the base URL
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, port = u.Hostname(), u.Port()
+		} else if pc.path != "memory" {
 			var err error
 			if host, port, err = net.SplitHostPort(e.addr); err != nil {
 				t.Fatal(err)

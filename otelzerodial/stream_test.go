@@ -39,20 +39,7 @@ func TestStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, listenAddr := pc.newTransport(t)
-		l, err := tr.Listen(listenAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Start(l); err != nil {
-			t.Fatal(err)
-		}
-		c, err := dispatch.Dial(context.Background(), tr, l.Addr().String(), dispatch.WithShortcut(pc.shortcut),
-			dispatch.WithStreamInterceptors(otelzerodial.StreamClientInterceptor(tel.options()...)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
+		c, _ := serveAndDial(t, pc, srv, dispatch.WithStreamInterceptors(otelzerodial.StreamClientInterceptor(tel.options()...)))
 
 		ctx, caller := tel.tp.Tracer("test").Start(context.Background(), "caller")
 		var seenID string

@@ -18,5 +18,9 @@
 // each replica in or out, until when and why.
 //
 // The page is plain HTML (a table, no scripts); ask for text/plain in the
-// Accept header, or add ?format=text, for a text table.
+// Accept header, or add ?format=text, for a text table. A method of raw
+// bodies whose registration said what they hold (a gRPC method registered
+// through grpczerodial) is shown with it: its protobuf messages and its
+// gRPC name, under its name on the page, and in a table of its own below
+// the figures in text (MethodStats.Bodies).
 package rpcdebug

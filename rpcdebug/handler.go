@@ -46,6 +46,24 @@ func writeText(w io.Writer, rows []MethodStats) {
 			m.Streams, m.Open, m.MsgsIn, m.MsgsOut, counts(m.Ends), paths(m.Paths))
 	}
 	tw.Flush()
+	var enc []MethodStats
+	for _, m := range rows {
+		if m.Bodies != "" {
+			enc = append(enc, m)
+		}
+	}
+	if len(enc) == 0 {
+		return
+	}
+	// What the bytes of the methods of raw bodies hold (a gRPC method's
+	// protobuf messages), below the figures, which it would widen.
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "METHOD\tBODIES")
+	for _, m := range enc {
+		fmt.Fprintf(tw, "%s\t%s\n", m.Method, m.Bodies)
+	}
+	tw.Flush()
 }
 
 // round keeps three significant figures or so of a latency.
@@ -91,7 +109,7 @@ var page = template.Must(template.New("rpc").Funcs(template.FuncMap{"round": rou
 <h1>Services</h1>
 <table>
 <tr><th>Method</th><th>Calls</th><th>Errors</th><th>Mean</th><th>Max</th><th>Streams</th><th>Open</th><th>Msgs in</th><th>Msgs out</th><th>Ends</th><th>Paths</th></tr>
-{{range .Rows}}<tr><td>{{.Method}}</td><td class="n">{{.Calls}}</td><td class="n">{{.Errors}}</td><td class="n">{{round .Mean}}</td><td class="n">{{round .Max}}</td><td class="n">{{.Streams}}</td><td class="n">{{.Open}}</td><td class="n">{{.MsgsIn}}</td><td class="n">{{.MsgsOut}}</td><td>{{ends .Ends}}</td><td>{{paths .Paths}}</td></tr>
+{{range .Rows}}<tr><td>{{.Method}}{{if .Bodies}}<br><small>{{.Bodies}}</small>{{end}}</td><td class="n">{{.Calls}}</td><td class="n">{{.Errors}}</td><td class="n">{{round .Mean}}</td><td class="n">{{round .Max}}</td><td class="n">{{.Streams}}</td><td class="n">{{.Open}}</td><td class="n">{{.MsgsIn}}</td><td class="n">{{.MsgsOut}}</td><td>{{ends .Ends}}</td><td>{{paths .Paths}}</td></tr>
 {{end}}</table>
 {{if .Replicas}}<h2>Replicas</h2>
 <table>

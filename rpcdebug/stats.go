@@ -148,8 +148,13 @@ func (s *Stats) method(name string) *counters {
 // MethodStats is one method's figures at one moment.
 type MethodStats struct {
 	Method string // "Service.Method"
-	Calls  int64  // calls that returned
-	Errors int64  // of which failed
+	// Bodies says what the bytes of a method of raw bodies hold, when its
+	// registration said (dispatch.WithEncoding: a gRPC method's, "protobuf
+	// grpc.testing.SimpleRequest → grpc.testing.SimpleResponse (gRPC
+	// method /grpc.testing.TestService/UnaryCall)"); empty otherwise.
+	Bodies string
+	Calls  int64 // calls that returned
+	Errors int64 // of which failed
 	// Mean and Max are the handler's latency, interceptors inside the
 	// counting one included; zero before the first call. Streams are not
 	// timed.
@@ -174,9 +179,13 @@ type MethodStats struct {
 // srv no longer lists (a nil srv lists only those counted).
 func (s *Stats) Snapshot(srv *dispatch.Server) []MethodStats {
 	names := map[string]bool{}
+	bodies := map[string]string{}
 	if srv != nil {
-		for _, m := range srv.Methods() {
-			names[m] = true
+		for _, m := range srv.MethodInfos() {
+			names[m.Name] = true
+			if m.Encoding != nil {
+				bodies[m.Name] = m.Encoding.String()
+			}
 		}
 	}
 	s.mu.RLock()
@@ -186,7 +195,7 @@ func (s *Stats) Snapshot(srv *dispatch.Server) []MethodStats {
 	s.mu.RUnlock()
 	out := make([]MethodStats, 0, len(names))
 	for _, name := range slices.Sorted(maps.Keys(names)) {
-		ms := MethodStats{Method: name, Paths: map[dispatch.Path]int64{}, Ends: map[string]int64{}}
+		ms := MethodStats{Method: name, Bodies: bodies[name], Paths: map[dispatch.Path]int64{}, Ends: map[string]int64{}}
 		s.mu.RLock()
 		c := s.methods[name]
 		s.mu.RUnlock()

@@ -447,8 +447,9 @@ Shop.Unblob(main.Files) []string
 Ticks.Count(main.Count) stream main.Tick
 
 describe.Description {$defs map[string]map[string]any, methods []describe.MethodDescription}
-describe.MethodDescription {args map[string]any, name string, reply map[string]any, stream boolean}
+describe.MethodDescription {args map[string]any, encoding *dispatch.Encoding, name string, reply map[string]any, stream boolean}
 describe.Request {}
+dispatch.Encoding {args string, name string, origin string, reply string}
 health.CheckRequest {Service string}
 health.CheckResponse {Status string}
 main.Args {A integer, B integer}

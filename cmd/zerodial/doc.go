@@ -2,9 +2,15 @@
 // grpcurl does for gRPC: arguments are given in JSON and replies printed in
 // JSON, so that no Go types are needed.
 //
-// Install it with
+// It is a module of its own, github.com/zerodial/transport/cmd/zerodial,
+// as it calls over HTTP through httpzerodial (and so connect-go), which
+// the root module does not depend on. Install it from a clone of the
+// repository with
 //
-//	go install github.com/zerodial/transport/cmd/zerodial@latest
+//	cd cmd/zerodial && go install .
+//
+// (its go.mod replaces the modules it needs with the directories beside
+// it, which "go install ...@version" refuses).
 //
 // Usage:
 //
@@ -17,7 +23,9 @@
 // for a JSON argument that begins with "-" (a negative number). JSON
 // defaults to {}. ADDR is host:port for the zerodial wire (-transport
 // tcp or mux, mux the default), or a URL (http:// or https://) of a Server
-// served by httpzerodial, spoken as a Connect-protocol client. Flags:
+// served by httpzerodial, called through httpzerodial's Client (Dial) in
+// the Connect protocol over HTTP/1.1, which every HTTP server and proxy
+// takes. Flags:
 //
 //	-transport tcp|mux|http  the path; http is inferred from a URL
 //	-tls                     speak TLS (implied by -cacert, -cert and an https URL)
@@ -51,6 +59,10 @@
 // tcp or mux it calls Describe.Methods, which a Server answers when its
 // program calls describe.Register(srv); over HTTP it reads
 // httpzerodial.Describe, mounted beside the Handler. Both print the same.
+// A gRPC method registered through grpczerodial is listed with its
+// protobuf messages and its gRPC name, "Pkg.Svc.M(protobuf pkg.Req)
+// protobuf pkg.Res  # gRPC method /pkg.Svc/M"; its bodies are protobuf,
+// which call does not write: call it with a gRPC client, or over HTTP.
 // A Server that does not describe itself exits 1 with not_found and says
 // how to make it do so.
 //

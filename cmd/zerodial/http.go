@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,62 +11,77 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zerodial/transport/dispatch"
+	"github.com/zerodial/transport/httpzerodial"
 	"github.com/zerodial/transport/internal/preface"
 )
 
-// maxBody bounds a reply or a stream message read over HTTP, so that a
-// server cannot make the command allocate without limit.
+// maxBody bounds a description read over HTTP, so that a server cannot
+// make the command allocate without limit. Replies and stream messages
+// are bounded by httpzerodial's Client, as zerodial's wire bounds a frame.
 const maxBody = 64 << 20
 
-// httpConn speaks the Connect protocol to a Server served by httpzerodial:
-// a unary call is a POST of JSON to /Service/Method; a server stream is a
-// POST of enveloped JSON (application/connect+json) answered by enveloped
-// messages and an end-of-stream message that carries the error.
+// httpConn calls a Server served by httpzerodial: its calls and streams
+// go through httpzerodial.Dial's Client, in JSON, which the server decodes
+// with encoding/json; list reads httpzerodial.Describe with the same
+// http.Client. That client speaks HTTP/1.1, which every HTTP server and
+// proxy takes: a server stream goes over it as one request, the
+// arguments sent and the side closed before the messages come.
 type httpConn struct {
+	c      *dispatch.Client
 	base   string // the URL, without a trailing slash
 	client *http.Client
-	header http.Header
+	header http.Header       // -H, as list's request headers
+	md     dispatch.Metadata // -H, as the metadata of a call or stream
 	tls    *tls.Config
 }
 
-func newHTTPConn(o *options, cfg *tls.Config) (*httpConn, error) {
+func newHTTPConn(ctx context.Context, o *options, cfg *tls.Config) (*httpConn, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = cfg
-	h := http.Header{}
-	for _, kv := range o.headers {
-		h.Add(kv[0], kv[1])
-	}
-	return &httpConn{base: strings.TrimSuffix(o.addr, "/"), client: &http.Client{Transport: t}, header: h, tls: cfg}, nil
-}
-
-func (h *httpConn) close() { h.client.CloseIdleConnections() }
-
-// post sends body to method's path with the Connect protocol's headers.
-func (h *httpConn) post(ctx context.Context, method, contentType string, body []byte) (*http.Response, error) {
-	dot := strings.LastIndex(method, ".")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/"+method[:dot]+"/"+method[dot+1:], bytes.NewReader(body))
+	t.ForceAttemptHTTP2 = false
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetHTTP1(true)
+	hc := &http.Client{Transport: t}
+	base := strings.TrimSuffix(o.addr, "/")
+	c, err := httpzerodial.Dial(ctx, base, httpzerodial.WithJSON(), httpzerodial.WithHTTPClient(hc))
 	if err != nil {
 		return nil, usageErr("zerodial: %v", err)
 	}
-	for k, v := range h.header {
-		req.Header[k] = v
+	h := &httpConn{c: c, base: base, client: hc, header: http.Header{}, tls: cfg}
+	for _, kv := range o.headers {
+		h.header.Add(kv[0], kv[1])
+		if h.md == nil {
+			h.md = dispatch.Metadata{}
+		}
+		h.md[kv[0]] = kv[1]
 	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Connect-Protocol-Version", "1")
-	if d, ok := ctx.Deadline(); ok {
-		ms := max(time.Until(d).Milliseconds(), 1)
-		req.Header.Set("Connect-Timeout-Ms", strconv.FormatInt(ms, 10))
+	return h, nil
+}
+
+func (h *httpConn) close() {
+	h.c.Close()
+	h.client.CloseIdleConnections()
+}
+
+func (h *httpConn) ctx(ctx context.Context) context.Context {
+	if h.md != nil {
+		return dispatch.WithMetadata(ctx, h.md)
 	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return nil, h.doErr(ctx, err)
+	return ctx
+}
+
+// callErr is the error of a call or stream through the Client: the
+// server's answer as it is, a failure to reach the server as doErr says it.
+func (h *httpConn) callErr(ctx context.Context, err error) error {
+	var e *dispatch.Error
+	if errors.As(err, &e) {
+		return err
 	}
-	return resp, nil
+	return h.doErr(ctx, err)
 }
 
 // doErr is transportErr for a request that got no answer: a server that
@@ -149,21 +163,34 @@ func transportErr(ctx context.Context, err error) error {
 }
 
 func (h *httpConn) call(ctx context.Context, method string, args json.RawMessage) (json.RawMessage, error) {
-	resp, err := h.post(ctx, method, "application/json", args)
-	if err != nil {
-		return nil, err
+	var reply json.RawMessage
+	if err := h.c.Call(h.ctx(ctx), method, args, &reply); err != nil {
+		return nil, h.callErr(ctx, err)
 	}
-	defer resp.Body.Close()
-	body, err := readBounded(resp.Body)
-	if err != nil {
-		return nil, transportErr(ctx, err)
+	return compactJSON(reply, "the reply")
+}
+
+func (h *httpConn) stream(ctx context.Context, method string, args json.RawMessage, each func(json.RawMessage) error) error {
+	for m, err := range dispatch.CallStream[json.RawMessage, json.RawMessage](h.ctx(ctx), h.c, method, &args) {
+		if err != nil {
+			return h.callErr(ctx, err)
+		}
+		out, err := compactJSON(*m, "a stream message")
+		if err != nil {
+			return err
+		}
+		if err := each(out); err != nil {
+			return &failure{exitTransport, "zerodial: cannot write: " + err.Error()}
+		}
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, connectError(resp, body)
-	}
+	return nil
+}
+
+// compactJSON returns a reply or message (what) on one line.
+func compactJSON(data []byte, what string) (json.RawMessage, error) {
 	var out bytes.Buffer
-	if err := json.Compact(&out, body); err != nil {
-		return nil, &failure{exitServer, fmt.Sprintf("zerodial: the reply is not JSON: %v", err)}
+	if err := json.Compact(&out, data); err != nil {
+		return nil, &failure{exitServer, fmt.Sprintf("zerodial: %s is not JSON: %v", what, err)}
 	}
 	return out.Bytes(), nil
 }
@@ -175,92 +202,4 @@ func readBounded(r io.Reader) ([]byte, error) {
 		err = fmt.Errorf("reply larger than %d bytes", maxBody)
 	}
 	return b, err
-}
-
-// wireError is the Connect protocol's error: a unary call's body, a
-// stream's end message's "error".
-type wireError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// connectError is the error of a unary call answered with a status other
-// than 200: the Connect error in its body, or else the code the Connect
-// protocol gives the HTTP status.
-func connectError(resp *http.Response, body []byte) error {
-	var e wireError
-	if json.Unmarshal(body, &e) == nil && e.Code != "" {
-		return &dispatch.Error{Code: dispatch.Code(e.Code), Message: e.Message}
-	}
-	code := dispatch.CodeUnknown
-	switch resp.StatusCode {
-	case http.StatusBadRequest:
-		code = dispatch.CodeInternal
-	case http.StatusUnauthorized:
-		code = dispatch.CodeUnauthenticated
-	case http.StatusForbidden:
-		code = dispatch.CodePermissionDenied
-	case http.StatusNotFound:
-		code = dispatch.CodeUnimplemented
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		code = dispatch.CodeUnavailable
-	}
-	msg := "HTTP " + resp.Status
-	if len(body) > 0 && len(body) < 200 {
-		msg += ": " + string(body)
-	}
-	return &dispatch.Error{Code: code, Message: msg}
-}
-
-func (h *httpConn) stream(ctx context.Context, method string, args json.RawMessage, each func(json.RawMessage) error) error {
-	env := make([]byte, 5, 5+len(args))
-	binary.BigEndian.PutUint32(env[1:], uint32(len(args)))
-	resp, err := h.post(ctx, method, "application/connect+json", append(env, args...))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := readBounded(resp.Body)
-		return connectError(resp, body)
-	}
-	var head [5]byte
-	for {
-		if _, err := io.ReadFull(resp.Body, head[:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = errors.New("the stream ended without its end message")
-			}
-			return transportErr(ctx, err)
-		}
-		n := binary.BigEndian.Uint32(head[1:])
-		if n > maxBody {
-			return &failure{exitTransport, fmt.Sprintf("zerodial: a stream message of %d bytes, over the limit of %d", n, maxBody)}
-		}
-		msg := make([]byte, n)
-		if _, err := io.ReadFull(resp.Body, msg); err != nil {
-			return transportErr(ctx, err)
-		}
-		if head[0]&1 != 0 {
-			return &failure{exitTransport, "zerodial: a compressed stream message, which was not asked for"}
-		}
-		if head[0]&2 != 0 { // the end of the stream
-			var end struct {
-				Error *wireError `json:"error"`
-			}
-			if err := json.Unmarshal(msg, &end); err != nil {
-				return &failure{exitTransport, fmt.Sprintf("zerodial: the stream's end message is not JSON: %v", err)}
-			}
-			if end.Error != nil {
-				return &dispatch.Error{Code: dispatch.Code(end.Error.Code), Message: end.Error.Message}
-			}
-			return nil
-		}
-		var out bytes.Buffer
-		if err := json.Compact(&out, msg); err != nil {
-			return &failure{exitServer, fmt.Sprintf("zerodial: a stream message is not JSON: %v", err)}
-		}
-		if err := each(out.Bytes()); err != nil {
-			return &failure{exitTransport, "zerodial: cannot write: " + err.Error()}
-		}
-	}
 }

@@ -23,6 +23,9 @@ type description struct {
 		Stream bool           `json:"stream"`
 		Args   map[string]any `json:"args"`
 		Reply  map[string]any `json:"reply"`
+		// Encoding says what a method of raw bodies holds (a gRPC
+		// method's protobuf messages), when the Server said.
+		Encoding *dispatch.Encoding `json:"encoding"`
 	} `json:"methods"`
 	Defs map[string]map[string]any `json:"$defs"`
 }
@@ -78,14 +81,25 @@ func listWire(ctx context.Context, w *wireConn) (*description, error) {
 }
 
 // printList prints d's methods, one a line with its argument and reply
-// types, then the structs they name.
+// types, then the structs they name. A method of raw bodies whose Server
+// said what they hold (a gRPC method's) shows its messages in their
+// encoding, and where it comes from:
+//
+//	grpc.testing.TestService.UnaryCall(protobuf grpc.testing.SimpleRequest) protobuf grpc.testing.SimpleResponse  # gRPC method /grpc.testing.TestService/UnaryCall
 func printList(d *description, stdout io.Writer) error {
 	for _, m := range d.Methods {
-		reply := typeName(m.Reply)
+		args, reply := typeName(m.Args), typeName(m.Reply)
+		if e := m.Encoding; e != nil {
+			args, reply = strings.TrimSpace(e.Name+" "+e.Args), strings.TrimSpace(e.Name+" "+e.Reply)
+		}
 		if m.Stream {
 			reply = "stream " + reply
 		}
-		fmt.Fprintf(stdout, "%s(%s) %s\n", m.Name, typeName(m.Args), reply)
+		line := fmt.Sprintf("%s(%s) %s", m.Name, args, reply)
+		if e := m.Encoding; e != nil && e.Origin != "" {
+			line += "  # " + e.Origin
+		}
+		fmt.Fprintln(stdout, line)
 	}
 	names := make([]string, 0, len(d.Defs))
 	for n := range d.Defs {

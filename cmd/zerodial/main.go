@@ -312,7 +312,7 @@ func dial(ctx context.Context, o *options) (conn, error) {
 		return nil, err
 	}
 	if o.transport == "http" {
-		return newHTTPConn(o, cfg)
+		return newHTTPConn(ctx, o, cfg)
 	}
 	return dialWire(ctx, o, cfg)
 }

@@ -44,7 +44,7 @@ func contains(hay, needle []string) bool {
 // quoted are the files whose examples the README and docs/ may quote:
 // this package's (unix_example_test.go holds docs/unix.md's), the
 // quickstart's program, the faults example's test, and httpzerodial's and
-// grpczerodial's, modules of their own that the root module cannot import,
+// grpczerodial's (docs/grpc.md quotes both of grpczerodial's), modules of their own that the root module cannot import,
 // so read as text here (their examples run in their own tests; the
 // quickstart's and the faults example's in their own too).
 var quoted = []string{
@@ -54,6 +54,7 @@ var quoted = []string{
 	"../faults/orders_test.go",
 	"../../httpzerodial/example_test.go",
 	"../../grpczerodial/example_test.go",
+	"../../grpczerodial/example_http_test.go",
 }
 
 // docs are the pages whose Go blocks must be quoted: the README and every

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 var costFull = flag.Bool("cost", false, "TestMisbehavingPeerCost: run every hostile peer at full size, measure how long the server holds it, and print the table")
 
 // TestMisbehavingPeerCost measures what one hostile peer pins on a
-// dispatch.Server with default options, over tcp and over mux: goroutines,
+// dispatch.Server with default options, over tcp and over mux, each over
+// loopback TCP and over a unix socket: goroutines,
 // live heap (after a collection) and file descriptors of the server's side,
 // while the peer misbehaves. The peers write raw bytes (WIRE.md), doing
 // what no zerodial Client would.
@@ -35,9 +37,9 @@ var costFull = flag.Bool("cost", false, "TestMisbehavingPeerCost: run every host
 // table (go test ./internal/hardening -run Cost -cost -v).
 func TestMisbehavingPeerCost(t *testing.T) {
 	var rows []string
-	for _, kind := range []string{"tcp", "mux"} {
+	for _, kind := range []string{"tcp", "mux", "tcp-unix", "mux-unix"} {
 		for _, pc := range peerCases {
-			if pc.only != "" && pc.only != kind || pc.fullOnly && !*costFull {
+			if pc.only != "" && pc.only != strings.TrimSuffix(kind, "-unix") || pc.fullOnly && !*costFull {
 				continue
 			}
 			t.Run(kind+"/"+pc.name, func(t *testing.T) {
@@ -169,6 +171,21 @@ var peerCases = []peerCase{
 		},
 	},
 	{
+		name: "bad-frames",
+		desc: "bad-frames: a frame of an unknown version, one over the frame limit, one with a broken header block, each on a connection (mux: a stream) of its own",
+		misbehave: func(p *rawPeer, full bool) {
+			for _, f := range badFrames {
+				s := p.stream(p.handshake(p.dial()))
+				s.write(f)
+				s.waitEnd()
+			}
+			p.note = fmt.Sprintf("%d connections, each ended by the server", len(badFrames))
+			if p.mux() {
+				p.note = fmt.Sprintf("%d streams, each ended by the server; their sessions stay", len(badFrames))
+			}
+		},
+	},
+	{
 		name: "header-flooding",
 		desc: "header-flooding: Echo calls with 1,022 metadata headers",
 		misbehave: func(p *rawPeer, full bool) {
@@ -188,6 +205,16 @@ var peerCases = []peerCase{
 			p.note = fmt.Sprintf("%d calls, header blocks of %d KiB", calls, len(echoRequest(0, nil, h))>>10)
 		},
 	},
+}
+
+// badFrames are frames no zerodial peer sends (WIRE.md, section 1): a
+// version the wire does not know, a body one byte over the default frame
+// limit (its prefix alone: the server needs no more to refuse it), and a
+// header block whose field length runs past the block.
+var badFrames = [][]byte{
+	{9, 0, 0, 0, 0, 0, 0, 0, 0, 2, 'h', 'i'},
+	binary.BigEndian.AppendUint32([]byte{1, 0, 0, 0, 0, 0}, transport.DefaultMaxFrameSize+1),
+	{1, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0x7f, 'a', 'b'},
 }
 
 // floodStreams is how many streams the stream-flooding peer opens. The race
@@ -215,7 +242,7 @@ func measurePeer(t *testing.T, kind string, pc peerCase) string {
 	}
 	tr := newTransport(t, kind)
 	srv, _ := newServer(t)
-	addr := serve(t, srv, tr, "127.0.0.1:0")
+	addr := serve(t, srv, tr, listenAddr(t, kind))
 	// Warm up the server's paths with a well-behaved call, so that the
 	// baseline holds what any use leaves for good.
 	wellBehaved(t, kind, addr)
@@ -316,7 +343,8 @@ func kib(n int64) string {
 	return fmt.Sprintf("%+.1f KiB", float64(n)/1024)
 }
 
-// rawPeer is a hostile peer: raw TCP connections to a zerodial listener.
+// rawPeer is a hostile peer: raw connections (TCP, or a unix socket's) to a
+// zerodial listener.
 type rawPeer struct {
 	t      *testing.T
 	kind   string
@@ -326,9 +354,16 @@ type rawPeer struct {
 	settle time.Duration // how long the server takes to feel it
 }
 
+// mux reports whether the peer speaks to a mux listener.
+func (p *rawPeer) mux() bool { return strings.TrimSuffix(p.kind, "-unix") == "mux" }
+
 func (p *rawPeer) dial() net.Conn {
 	p.t.Helper()
-	c, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
+	network, addr := "tcp", p.addr
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, addr = "unix", path
+	}
+	c, err := net.DialTimeout(network, addr, 5*time.Second)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -347,7 +382,7 @@ func (p *rawPeer) close() {
 func (p *rawPeer) handshake(c net.Conn) net.Conn {
 	p.t.Helper()
 	proto := byte('t')
-	if p.kind == "mux" {
+	if p.mux() {
 		proto = 'm'
 	}
 	want := []byte{'Z', 'D', 'I', 'A', 'L', proto, 1, 0}
@@ -389,6 +424,7 @@ const (
 	yamuxGoAway       = 3
 	yamuxSYN          = 1
 	yamuxACK          = 2
+	yamuxFIN          = 4
 	yamuxRST          = 8
 	yamuxWindow       = 256 << 10 // a stream's initial window
 )
@@ -401,7 +437,7 @@ func appendYamux(b []byte, typ byte, flags uint16, id, length uint32) []byte {
 }
 
 func (p *rawPeer) stream(c net.Conn) *frameStream {
-	s := &frameStream{p: p, c: c, mux: p.kind == "mux"}
+	s := &frameStream{p: p, c: c, mux: p.mux()}
 	if s.mux {
 		s.id, s.window = 1, yamuxWindow
 		s.raw(appendYamux(nil, yamuxWindowUpdate, yamuxSYN, s.id, 0))
@@ -446,6 +482,41 @@ func (s *frameStream) tryWrite(b []byte) bool {
 		b = b[n:]
 	}
 	return true
+}
+
+// waitEnd waits for the server to end what the peer wrote on: the
+// connection (tcp), or the stream (mux: a frame of it with FIN or RST),
+// failing the test if it does not within 20 s, a hang guard.
+func (s *frameStream) waitEnd() {
+	t := s.p.t
+	_ = s.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	defer s.c.SetReadDeadline(time.Time{})
+	if !s.mux {
+		_, err := io.Copy(io.Discard, s.c)
+		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("the server kept a connection that sent a bad frame: %v", err)
+		}
+		return
+	}
+	for {
+		var h [12]byte
+		if _, err := io.ReadFull(s.c, h[:]); err != nil {
+			t.Fatalf("the server kept a stream that sent a bad frame: %v", err)
+		}
+		typ, flags := h[1], binary.BigEndian.Uint16(h[2:])
+		id, length := binary.BigEndian.Uint32(h[4:]), binary.BigEndian.Uint32(h[8:])
+		if typ == yamuxData {
+			if _, err := io.CopyN(io.Discard, s.c, int64(length)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if typ == yamuxPing && flags&yamuxSYN != 0 {
+			s.raw(appendYamux(nil, yamuxPing, yamuxACK, 0, length))
+		}
+		if typ == yamuxGoAway || id == s.id && flags&(yamuxFIN|yamuxRST) != 0 {
+			return
+		}
+	}
 }
 
 // pump reads one yamux frame from the server: window updates for the

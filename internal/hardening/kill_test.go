@@ -3,6 +3,7 @@ package hardening
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,11 +31,13 @@ type victim struct {
 }
 
 // TestServerKilledInFlight kills a server with 100 calls in flight on each
-// of the five paths, and over shared memory, and checks that every call fails at once, all alike,
+// of the five paths, on tcp and mux over a unix socket, and over shared
+// memory, and checks that every call fails at once, all alike,
 // with ErrShutdown — the error dispatch documents for the calls in flight
 // when a connection fails or the Server is closed — and leaves its reply
 // zero; that a call made while the server is down is refused; and that the
-// same Client works again once a server is back at the address.
+// same Client works again once a server is back at the address. Each
+// call's error says why its connection ended.
 func TestServerKilledInFlight(t *testing.T) {
 	paths := []struct {
 		name  string
@@ -43,6 +46,8 @@ func TestServerKilledInFlight(t *testing.T) {
 		{"memory", inProcessVictim("memory", dispatch.ShortcutOff)},
 		{"tcp", childVictim("tcp")},
 		{"mux", childVictim("mux")},
+		{"tcp-unix", childVictim("tcp-unix")},
+		{"mux-unix", childVictim("mux-unix")},
 		{"shm", childVictim("shm")},
 		{"shortcut-copy", inProcessVictim("tcp", dispatch.ShortcutCopy)},
 		{"shortcut-direct", inProcessVictim("tcp", dispatch.ShortcutDirect)},
@@ -102,6 +107,9 @@ func killInFlight(t *testing.T, v *victim) {
 			took := r.at.Sub(killed)
 			slowest = max(slowest, took)
 			kinds[errKind(r.err)]++
+			if r.err != nil && !namesCause(r.err) {
+				t.Errorf("a call failed with %q, which does not say why the connection ended", r.err)
+			}
 			if r.reply != 0 {
 				t.Errorf("a failed call left its reply %d, not zero", r.reply)
 			}
@@ -142,6 +150,15 @@ func killInFlight(t *testing.T, v *victim) {
 	if v.check != nil {
 		v.check(t, "after the restart")
 	}
+}
+
+// namesCause reports whether err, a call's failure with its connection,
+// says why the connection ended ("connection is shut down: the server
+// closed the connection"), as dispatch's words for it do, rather than
+// only that it did.
+func namesCause(err error) bool {
+	_, cause, ok := strings.Cut(err.Error(), "connection is shut down: ")
+	return ok && strings.TrimSpace(cause) != ""
 }
 
 // waitHeld waits until n calls are blocked in the server.
@@ -213,11 +230,7 @@ func inProcessVictim(kind string, mode dispatch.ShortcutMode) func(t *testing.T)
 // SIGKILL.
 func childVictim(kind string) func(t *testing.T) *victim {
 	return func(t *testing.T) *victim {
-		listen := "127.0.0.1:0"
-		if kind == "shm" {
-			listen = "" // a free abstract unix name, which the restart takes again
-		}
-		ch := startChild(t, kind, listen)
+		ch := startChild(t, kind, listenAddr(t, kind))
 		addr := ch.addr
 		tr := newTransport(t, kind)
 		c := dial(t, tr, addr)

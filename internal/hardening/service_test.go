@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -90,10 +91,11 @@ func newServer(t testing.TB, opts ...dispatch.ServerOption) (*dispatch.Server, *
 }
 
 // newTransport returns a new transport of the named kind; a mux or shm
-// one is closed when the test ends.
+// one is closed when the test ends. "tcp-unix" and "mux-unix" are tcp and
+// mux, served on a unix socket (listenAddr).
 func newTransport(t testing.TB, kind string) transport.Transport {
 	t.Helper()
-	switch kind {
+	switch strings.TrimSuffix(kind, "-unix") {
 	case "memory":
 		return memory.New()
 	case "tcp":
@@ -112,6 +114,27 @@ func newTransport(t testing.TB, kind string) transport.Transport {
 	}
 	t.Fatalf("no transport %q", kind)
 	return nil
+}
+
+// listenAddr is what a server of kind listens on: a free loopback port,
+// or for "tcp-unix" and "mux-unix" a unix socket ("unix:PATH",
+// docs/unix.md) of a free name, in a short-named directory removed when t
+// ends (a socket path has at most 107 bytes).
+// For "shm", a free name in Linux's abstract unix namespace.
+func listenAddr(t testing.TB, kind string) string {
+	t.Helper()
+	if kind == "shm" {
+		return "" // a free abstract unix name, which a restart takes again
+	}
+	if !strings.HasSuffix(kind, "-unix") {
+		return "127.0.0.1:0"
+	}
+	dir, err := os.MkdirTemp("", "zdh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return "unix:" + filepath.Join(dir, "s*.sock")
 }
 
 // serve starts srv on a new listener of tr at addr and returns the
@@ -211,7 +234,7 @@ func (c *countingTransport) Dial(ctx context.Context, addr string) (transport.So
 // output, and serves until its standard input ends (the parent closed it,
 // or died) or it is killed.
 const (
-	helperEnv     = "HARDENING_HELPER_TRANSPORT" // "tcp", "mux" or "shm"
+	helperEnv     = "HARDENING_HELPER_TRANSPORT" // "tcp", "mux", "tcp-unix", "mux-unix", "shm"
 	helperAddrEnv = "HARDENING_HELPER_ADDR"      // what to listen on
 )
 

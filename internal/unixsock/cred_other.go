@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin && !freebsd
 
 package unixsock
 
@@ -8,8 +8,8 @@ import (
 	"github.com/zerodial/transport"
 )
 
-// peerCred reports nothing: only Linux's credentials (SO_PEERCRED) are
-// read so far.
+// peerCred reports nothing: only Linux's (SO_PEERCRED), macOS's and
+// FreeBSD's (LOCAL_PEERCRED) credentials are read so far.
 func peerCred(*net.UnixConn) (transport.PeerCred, bool) { return transport.PeerCred{}, false }
 
 // CredSupported says whether this system reports a unix socket peer's

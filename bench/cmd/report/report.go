@@ -51,6 +51,8 @@ var impls = []struct{ name, family string }{
 	{"zerodial-tcp-unix-proc", "zerodial"},
 	{"zerodial-mux-unix-proc", "zerodial"},
 	{"zerodial-shm-proc", "zerodial"},
+	{"netrpc-unix-proc", "peer"},
+	{"grpc-unix-proc", "peer"},
 	{"floor-tcp-proc", "floor"},
 	{"floor-unix-proc", "floor"},
 }
@@ -72,9 +74,9 @@ var paths = []struct{ impl, peer, floor string }{
 	{"zerodial-tcp-unix", "netrpc-tcp", "floor-unix"},
 	{"zerodial-mux-unix", "netrpc-yamux", "floor-unix"},
 	{"zerodial-tcp-proc", "netrpc-tcp", "floor-tcp-proc"},
-	{"zerodial-tcp-unix-proc", "netrpc-tcp", "floor-unix-proc"},
+	{"zerodial-tcp-unix-proc", "netrpc-unix-proc", "floor-unix-proc"},
 	{"zerodial-mux-unix-proc", "netrpc-yamux", "floor-unix-proc"},
-	{"zerodial-shm-proc", "netrpc-tcp", "floor-unix-proc"},
+	{"zerodial-shm-proc", "netrpc-unix-proc", "floor-unix-proc"},
 }
 
 // migration pairs each row where one end of a net/rpc call has moved to
@@ -106,9 +108,12 @@ var streams = []string{
 	"zerodial-memory",
 	"zerodial-tcp",
 	"zerodial-mux",
+	"zerodial-tcp-unix-proc",
+	"zerodial-shm-proc",
 	"grpc-tcp",
 	"grpc-bufconn",
 	"grpc-inproc",
+	"grpc-unix-proc",
 	"drpc-tcp",
 	"zerodial-http-connect",
 	"zerodial-http-grpc",
@@ -243,6 +248,10 @@ var targets = []Target{
 	{"zerodial-mux", "zerodial-mux-plain", slowLinkSize + "random-1MiB", "ns/op", "<=", 1.05},
 	{"zerodial-tcp", "zerodial-tcp-plain", slowLinkSize + "16B", "ns/op", "<=", 1.05},
 	{"zerodial-mux", "zerodial-mux-plain", slowLinkSize + "16B", "ns/op", "<=", 1.05},
+	// Between processes on one host (issue 36): tcp over a unix socket
+	// near the raw round trip, in one process and between two.
+	{"zerodial-tcp-unix", "floor-unix", "16B", "ns/op", "<=", 1.3},
+	{"zerodial-tcp-unix-proc", "floor-unix-proc", "16B", "ns/op", "<=", 1.3},
 }
 
 // Retired is a target given up, kept in the report with the measurement
