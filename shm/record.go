@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/zerodial/transport"
@@ -95,7 +96,10 @@ func (e *pipe) awaitData() (int, error) {
 		}
 		if start.IsZero() {
 			start = time.Now()
-		} else if time.Since(start) < spinFor {
+			continue
+		}
+		if time.Since(start) < spinFor {
+			runtime.Gosched()
 			continue
 		}
 		if e.released != e.rpos { // a writer waiting for room must see it before this end sleeps
@@ -141,7 +145,10 @@ func (e *pipe) awaitRoom() (int, error) {
 		}
 		if start.IsZero() {
 			start = time.Now()
-		} else if time.Since(start) < spinFor {
+			continue
+		}
+		if time.Since(start) < spinFor {
+			runtime.Gosched()
 			continue
 		}
 		if e.published != e.wpos {
