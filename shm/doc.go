@@ -9,7 +9,7 @@
 // direction is a ring in it (ring.go holds its layout). A message is
 // written once into the ring by Send, and copied out once by Recv into the
 // Message's body; messages larger than the ring go through in parts. An
-// end waiting for the other spins a few microseconds, then sleeps on an
+// end waiting for the other spins for 20 µs, then sleeps on an
 // eventfd the Go runtime's netpoller watches, and is woken only when it
 // sleeps: a busy connection costs no system call per message.
 //
