@@ -88,6 +88,7 @@ var implOrder = []string{
 	"zerodial-tcp-proc",
 	"zerodial-tcp-unix-proc",
 	"zerodial-mux-unix-proc",
+	"zerodial-shm-proc",
 	"netrpc-unix-proc",
 	"grpc-unix-proc",
 	"floor-tcp-proc",

@@ -11,6 +11,7 @@ import (
 	"net/rpc"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/mux"
+	"github.com/zerodial/transport/shm"
 	"github.com/zerodial/transport/tcp"
 )
 
@@ -35,16 +37,18 @@ import (
 //   - netrpc-unix-proc, grpc-unix-proc: the standard library's net/rpc
 //     (gob) and grpc-go over a unix socket, the peers of the rows over
 //     one, as go-plugin runs a plugin over either.
+//   - zerodial-shm-proc: zerodial's Client over shared memory (the shm
+//     transport, Linux), met over a unix socket.
 //
-// The rows over a unix socket but mux's run at 16B, 64KiB and 1MiB
-// (unixProcSizes), the others at 16B; zerodial-tcp-unix-proc and
-// grpc-unix-proc have stream rows too. cpu-ns/op counts the caller's
-// process alone: the child's CPU is not measured.
+// The rows over a unix socket but mux's, and shm's, run at 16B, 64KiB and
+// 1MiB (unixProcSizes), the others at 16B; zerodial-tcp-unix-proc,
+// zerodial-shm-proc and grpc-unix-proc have stream rows too. cpu-ns/op
+// counts the caller's process alone: the child's CPU is not measured.
 
 // childEnv names the kind a child serves ("floor-tcp", "floor-unix",
-// "tcp", "mux", "netrpc-unix", "grpc-unix"), childAddrEnv the address it
-// listens on, and childSizeEnv the payload a floor child echoes (0: it
-// multiplies), which its raw bytes cannot say.
+// "tcp", "mux", "shm", "netrpc-unix", "grpc-unix"), childAddrEnv the
+// address it listens on, and childSizeEnv the payload a floor child echoes
+// (0: it multiplies), which its raw bytes cannot say.
 const (
 	childEnv     = "ZERODIAL_BENCH_CHILD"
 	childAddrEnv = "ZERODIAL_BENCH_CHILD_ADDR"
@@ -71,6 +75,10 @@ func init() {
 	register("zerodial-mux-unix-proc", func(tb testing.TB, _ size) func() callFunc {
 		return zerodialProc(tb, mux.New(), startChild(tb, "mux", "unix:"+socketPath(tb), 0))
 	}, size16)
+	register("zerodial-shm-proc", func(tb testing.TB, _ size) func() callFunc {
+		skipUnlessLinux(tb)
+		return zerodialProc(tb, shm.New(), startChild(tb, "shm", "unix:"+socketPath(tb), 0))
+	}, unixProcSizes...)
 	register("netrpc-unix-proc", func(tb testing.TB, _ size) func() callFunc {
 		c, err := rpc.Dial("unix", startChild(tb, "netrpc-unix", socketPath(tb), 0))
 		if err != nil {
@@ -86,6 +94,12 @@ func init() {
 		tr := tcp.New()
 		tb.Cleanup(func() { tr.Close() })
 		return dialZerodialStream(tb, tr, startChild(tb, "tcp", "unix:"+socketPath(tb), 0))
+	})
+	registerStream("zerodial-shm-proc", func(tb testing.TB) streamFunc {
+		skipUnlessLinux(tb)
+		tr := shm.New()
+		tb.Cleanup(func() { tr.Close() })
+		return dialZerodialStream(tb, tr, startChild(tb, "shm", "unix:"+socketPath(tb), 0))
 	})
 	registerStream("grpc-unix-proc", func(tb testing.TB) streamFunc {
 		return grpcStream(grpcUnixProc(tb))
@@ -184,10 +198,13 @@ func serveChild(kind, addr string, n int) int {
 		io.Copy(io.Discard, os.Stdin)
 		ln.Close()
 		return 0
-	case "tcp", "mux":
+	case "tcp", "mux", "shm":
 		var tr transport.Transport = tcp.New()
-		if kind == "mux" {
+		switch kind {
+		case "mux":
 			tr = mux.New()
+		case "shm":
+			tr = shm.New()
 		}
 		srv := dispatch.NewServer()
 		if err := errors.Join(registerReflect(srv), registerFlow(srv)); err != nil {
@@ -234,4 +251,11 @@ func serveChild(kind, addr string, n int) int {
 		return 0
 	}
 	return fail(fmt.Errorf("unknown kind"))
+}
+
+// skipUnlessLinux skips the shm rows elsewhere: shared memory needs Linux.
+func skipUnlessLinux(tb testing.TB) {
+	if runtime.GOOS != "linux" {
+		tb.Skip("shared memory needs Linux")
+	}
 }

@@ -45,6 +45,7 @@ var streamOrder = []string{
 	"zerodial-tcp",
 	"zerodial-mux",
 	"zerodial-tcp-unix-proc",
+	"zerodial-shm-proc",
 	"grpc-tcp",
 	"grpc-bufconn",
 	"grpc-inproc",

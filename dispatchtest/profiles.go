@@ -87,6 +87,10 @@ var TCP = Profile{Name: "tcp"}
 // Mux is zerodial's wire over yamux streams.
 var Mux = Profile{Name: "mux"}
 
+// SHM is zerodial's calls over shared memory between processes of one
+// host (the shm transport), each message a record in a ring.
+var SHM = Profile{Name: "shm"}
+
 // ShortcutCopy is the shortcut in copy mode: a Server in this process,
 // no socket, the codec run once each way.
 var ShortcutCopy = Profile{Name: "shortcut-copy"}
@@ -97,4 +101,4 @@ var ShortcutDirect = Profile{Name: "shortcut-direct"}
 
 // Profiles are the paths of this repository, the columns of the table
 // docs/conformance.md shows (Table).
-var Profiles = []Profile{Memory, TCP, Mux, ShortcutCopy, ShortcutDirect}
+var Profiles = []Profile{Memory, TCP, Mux, SHM, ShortcutCopy, ShortcutDirect}

@@ -82,7 +82,7 @@ type Reader struct {
 	max     int
 	scratch []byte
 	prefix  [PrefixLen]byte
-	interns interner
+	interns Interner
 	// flags are the frame flags this Reader accepts: FlagS2 once this end
 	// announced it, else none.
 	flags byte
@@ -226,7 +226,7 @@ func (fr *Reader) parseHeader(h map[string]string, b []byte) error {
 		if _, dup := h[string(k)]; dup {
 			return fmt.Errorf("%w: duplicate header key %q", transport.ErrProtocol, k)
 		}
-		ks, vs := fr.interns.field(k, v)
+		ks, vs := fr.interns.Field(k, v)
 		h[ks] = vs
 	}
 	return nil

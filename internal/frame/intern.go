@@ -11,12 +11,13 @@ const (
 	maxInternedValue = 256
 )
 
-// interner lets a Reader rebuild the same header map for every message
-// without allocating: a key seen before, and a value equal to the one last
+// Interner lets a Reader rebuild the same header map for every message
+// without allocating (and the shm transport's reader, which parses the same
+// header blocks out of its ring): a key seen before, and a value equal to the one last
 // seen under that key, reuse the strings made the first time. Headers are
 // usually the same few keys with slowly changing values, so in steady state
 // a Recv allocates only for values that changed.
-type interner struct {
+type Interner struct {
 	seen map[string]*interned
 }
 
@@ -24,8 +25,8 @@ type interned struct {
 	key, value string
 }
 
-// field returns the strings for one header entry.
-func (in *interner) field(kb, vb []byte) (k, v string) {
+// Field returns the strings for one header entry.
+func (in *Interner) Field(kb, vb []byte) (k, v string) {
 	// Looking a []byte up as string(kb) does not allocate; only storing does.
 	e := in.seen[string(kb)]
 	if e == nil {

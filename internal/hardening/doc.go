@@ -5,12 +5,12 @@
 // promises when things go wrong.
 //
 //   - TestServerKilledInFlight: a server dies under 100 calls in flight, on
-//     each of the five paths and on tcp and mux over a unix socket (over
-//     tcp and mux it runs in a child process, killed with SIGKILL); every
-//     call fails with ErrShutdown, saying why, within a second (5 s are
-//     allowed, for a loaded machine), and the same Client works again once
-//     the server is back (over a unix socket, on the path the dead one's
-//     file was left at).
+//     each of the five paths, on tcp and mux over a unix socket, and over
+//     shared memory (over tcp, mux and shm it runs in a child process,
+//     killed with SIGKILL); every call fails with ErrShutdown, saying why,
+//     within a second (5 s are allowed, for a loaded machine), and the same
+//     Client works again once the server is back (over a unix socket, on the
+//     path the dead one's file was left at).
 //   - TestPartition: a server in a network namespace is cut off by taking
 //     its link down; calls end at their deadlines, and succeed again after
 //     the link comes back, without a new Client. It needs root and iproute2

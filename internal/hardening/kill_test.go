@@ -31,7 +31,8 @@ type victim struct {
 }
 
 // TestServerKilledInFlight kills a server with 100 calls in flight on each
-// of the five paths, and on tcp and mux over a unix socket, and checks that every call fails at once, all alike,
+// of the five paths, on tcp and mux over a unix socket, and over shared
+// memory, and checks that every call fails at once, all alike,
 // with ErrShutdown — the error dispatch documents for the calls in flight
 // when a connection fails or the Server is closed — and leaves its reply
 // zero; that a call made while the server is down is refused; and that the
@@ -47,6 +48,7 @@ func TestServerKilledInFlight(t *testing.T) {
 		{"mux", childVictim("mux")},
 		{"tcp-unix", childVictim("tcp-unix")},
 		{"mux-unix", childVictim("mux-unix")},
+		{"shm", childVictim("shm")},
 		{"shortcut-copy", inProcessVictim("tcp", dispatch.ShortcutCopy)},
 		{"shortcut-direct", inProcessVictim("tcp", dispatch.ShortcutDirect)},
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/memory"
 	"github.com/zerodial/transport/mux"
+	"github.com/zerodial/transport/shm"
 	"github.com/zerodial/transport/tcp"
 )
 
@@ -88,9 +90,9 @@ func newServer(t testing.TB, opts ...dispatch.ServerOption) (*dispatch.Server, *
 	return srv, svc
 }
 
-// newTransport returns a new transport of the named kind; a mux one is
-// closed when the test ends. "tcp-unix" and "mux-unix" are tcp and mux,
-// served on a unix socket (listenAddr).
+// newTransport returns a new transport of the named kind; a mux or shm
+// one is closed when the test ends. "tcp-unix" and "mux-unix" are tcp and
+// mux, served on a unix socket (listenAddr).
 func newTransport(t testing.TB, kind string) transport.Transport {
 	t.Helper()
 	switch strings.TrimSuffix(kind, "-unix") {
@@ -102,6 +104,13 @@ func newTransport(t testing.TB, kind string) transport.Transport {
 		tr := mux.New()
 		t.Cleanup(func() { tr.Close() })
 		return tr
+	case "shm":
+		if runtime.GOOS != "linux" {
+			t.Skip("shared memory needs Linux")
+		}
+		tr := shm.New()
+		t.Cleanup(func() { tr.Close() })
+		return tr
 	}
 	t.Fatalf("no transport %q", kind)
 	return nil
@@ -111,8 +120,12 @@ func newTransport(t testing.TB, kind string) transport.Transport {
 // or for "tcp-unix" and "mux-unix" a unix socket ("unix:PATH",
 // docs/unix.md) of a free name, in a short-named directory removed when t
 // ends (a socket path has at most 107 bytes).
+// For "shm", a free name in Linux's abstract unix namespace.
 func listenAddr(t testing.TB, kind string) string {
 	t.Helper()
+	if kind == "shm" {
+		return "" // a free abstract unix name, which a restart takes again
+	}
 	if !strings.HasSuffix(kind, "-unix") {
 		return "127.0.0.1:0"
 	}
@@ -221,7 +234,7 @@ func (c *countingTransport) Dial(ctx context.Context, addr string) (transport.So
 // output, and serves until its standard input ends (the parent closed it,
 // or died) or it is killed.
 const (
-	helperEnv     = "HARDENING_HELPER_TRANSPORT" // "tcp", "mux", "tcp-unix", "mux-unix"
+	helperEnv     = "HARDENING_HELPER_TRANSPORT" // "tcp", "mux", "tcp-unix", "mux-unix", "shm"
 	helperAddrEnv = "HARDENING_HELPER_ADDR"      // what to listen on
 )
 

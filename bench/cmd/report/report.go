@@ -50,6 +50,7 @@ var impls = []struct{ name, family string }{
 	{"zerodial-tcp-proc", "zerodial"},
 	{"zerodial-tcp-unix-proc", "zerodial"},
 	{"zerodial-mux-unix-proc", "zerodial"},
+	{"zerodial-shm-proc", "zerodial"},
 	{"netrpc-unix-proc", "peer"},
 	{"grpc-unix-proc", "peer"},
 	{"floor-tcp-proc", "floor"},
@@ -75,6 +76,7 @@ var paths = []struct{ impl, peer, floor string }{
 	{"zerodial-tcp-proc", "netrpc-tcp", "floor-tcp-proc"},
 	{"zerodial-tcp-unix-proc", "netrpc-unix-proc", "floor-unix-proc"},
 	{"zerodial-mux-unix-proc", "netrpc-yamux", "floor-unix-proc"},
+	{"zerodial-shm-proc", "netrpc-unix-proc", "floor-unix-proc"},
 }
 
 // migration pairs each row where one end of a net/rpc call has moved to
@@ -107,6 +109,7 @@ var streams = []string{
 	"zerodial-tcp",
 	"zerodial-mux",
 	"zerodial-tcp-unix-proc",
+	"zerodial-shm-proc",
 	"grpc-tcp",
 	"grpc-bufconn",
 	"grpc-inproc",
