@@ -1,6 +1,7 @@
 package grpczerodial
 
 import (
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -100,3 +101,14 @@ func (b *body) release() {
 		b.Buf, b.Enc = nil, nil
 	}
 }
+
+// errNoJSON refuses a gRPC method's messages in JSON, over HTTP: they are
+// protobuf's, and are served in Protobuf alone (no protojson), rather than
+// as the fields of body.
+var errNoJSON = errors.New("grpczerodial: a gRPC method's messages are protobuf: call it in Protobuf (application/proto, application/grpc), not JSON")
+
+// MarshalJSON refuses: see errNoJSON.
+func (b *body) MarshalJSON() ([]byte, error) { return nil, errNoJSON }
+
+// UnmarshalJSON refuses: see errNoJSON.
+func (b *body) UnmarshalJSON([]byte) error { return errNoJSON }

@@ -54,8 +54,12 @@ func (f *forcedCodec) marshal(dst []byte, m any, what string) ([]byte, error) {
 	return nil, &dispatch.Error{Code: dispatch.CodeInternal, Message: fmt.Sprintf("grpczerodial: encoding %s with codec %s: %v", what, f.name(), err)}
 }
 
-// unmarshal decodes b into m.
+// unmarshal decodes b into m. The codec gets bytes of its own, as grpc-go
+// gives a codec: it may keep them (a proxy's frame codec does), and b is a
+// buffer of the pool, or a stream's frame, that the next call or message
+// reuses (TestForceCodecKeepsItsBytes).
 func (f *forcedCodec) unmarshal(b []byte, m any, what string) error {
+	b = append([]byte(nil), b...)
 	var err error
 	if f.v2 != nil {
 		err = f.v2.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, m)

@@ -1,9 +1,11 @@
 package grpczerodial_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -113,5 +115,74 @@ func TestForceCodec(t *testing.T) {
 		err := e.cc.Invoke(context.Background(), "/Calc/Add", &Pair{A: 2, B: 3}, &sum, grpc.ForceCodec(msgpackCodec{}))
 		assert.Equal(t, codes.Unavailable, status.Code(err))
 		assert.ErrorIs(t, err, dispatch.ErrShutdown)
+	})
+}
+
+// keepCodec is a forced codec that keeps the bytes it decodes, as gRPC
+// proxies' frame codecs do: grpc-go hands a codec bytes of its own.
+type keepCodec struct{}
+
+func (keepCodec) Name() string                  { return "keep" }
+func (keepCodec) Marshal(v any) ([]byte, error) { return append([]byte(nil), *v.(*[]byte)...), nil }
+func (keepCodec) Unmarshal(b []byte, v any) error {
+	*v.(*[]byte) = b
+	return nil
+}
+
+// A forced codec may keep the bytes it is given: the reply of a unary call
+// and a stream's messages are its own, not a buffer the next call or the
+// next message reuses (the reply read "bbb…" after later calls, the
+// stream's first message the last one's bytes).
+func TestForceCodecKeepsItsBytes(t *testing.T) {
+	register := func(srv *dispatch.Server) {
+		require.NoError(t, dispatch.Handle(srv, "Raw.Echo", func(ctx context.Context, in *codec.Raw, out *codec.Raw) error {
+			*out = append((*out)[:0], *in...)
+			return nil
+		}))
+		require.NoError(t, dispatch.HandleStream(srv, "Raw.Repeat", func(ctx context.Context, s *dispatch.ServerStream[codec.Raw, codec.Raw]) error {
+			for m, err := range s.Recv() {
+				if err != nil {
+					return err
+				}
+				for i := range 5 {
+					b := codec.Raw(bytes.Repeat([]byte{'a' + byte(i)}, len(*m)))
+					if err := s.Send(&b); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}))
+	}
+	force := grpc.ForceCodec(keepCodec{})
+	forEachPath(t, setup{register: func(*grpczerodial.Registrar) {}, methods: register}, func(t *testing.T, p path, e *env) {
+		ctx := context.Background()
+		first := bytes.Repeat([]byte("a"), 64)
+		var kept []byte
+		require.NoError(t, e.cc.Invoke(ctx, "/Raw/Echo", &first, &kept, force))
+		for range 50 {
+			other, reply := bytes.Repeat([]byte("b"), 64), []byte(nil)
+			require.NoError(t, e.cc.Invoke(ctx, "/Raw/Echo", &other, &reply, force))
+		}
+		assert.Equal(t, string(first), string(kept), "the first reply, after 50 more calls")
+
+		st, err := e.cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/Raw/Repeat", force)
+		require.NoError(t, err)
+		seed := bytes.Repeat([]byte("x"), 64)
+		require.NoError(t, st.SendMsg(&seed))
+		require.NoError(t, st.CloseSend())
+		var got [][]byte
+		for {
+			var m []byte
+			if err := st.RecvMsg(&m); err != nil {
+				require.ErrorIs(t, err, io.EOF)
+				break
+			}
+			got = append(got, m)
+		}
+		require.Len(t, got, 5)
+		for i, m := range got {
+			assert.Equal(t, strings.Repeat(string(rune('a'+i)), 64), string(m), "message %d, after the stream's end", i)
+		}
 	})
 }

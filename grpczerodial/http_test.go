@@ -3,6 +3,8 @@ package grpczerodial_test
 import (
 	"context"
 	"crypto/x509"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -91,4 +93,25 @@ func TestInteropOverHTTP(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A gRPC method called over HTTP in JSON is refused, saying that its
+// messages are protobuf: it answered with the fields of the body that
+// carries them inside (Msg, Enc, Buf), and took them from the request.
+func TestGRPCMethodRefusesJSON(t *testing.T) {
+	srv := dispatch.NewServer()
+	testpb.RegisterTestServiceServer(grpczerodial.NewRegistrar(srv), interop.NewTestServer())
+	ts := httptest.NewServer(httpzerodial.NewHandler(srv))
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	res, err := http.Post(ts.URL+"/grpc.testing.TestService/UnaryCall", "application/json", strings.NewReader(`{"Enc":"CAE="}`))
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusBadRequest, res.StatusCode, "%s", b)
+	assert.Contains(t, string(b), "messages are protobuf")
+	assert.NotContains(t, string(b), `"Msg"`)
 }
