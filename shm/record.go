@@ -32,7 +32,7 @@ const publishEvery = 256 << 10
 const spinFor = 20 * time.Microsecond
 
 // parker is what an end waits with, once spinning is done: the system's
-// part of the waits (eventfds on Linux; a stub in tests).
+// part of the waits (wake sockets on Linux; a stub in tests).
 type parker interface {
 	// check returns the error that ends a wait before it sleeps: the local
 	// Close (transport.ErrClosed), a deadline passed (transport.ErrTimeout).
