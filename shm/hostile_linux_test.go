@@ -264,11 +264,17 @@ func TestHostileMeetings(t *testing.T) {
 		}
 		return fd
 	}
-	evt := func(t *testing.T) int {
-		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	evt := func(t *testing.T) int { // a wake socket
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		require.NoError(t, err)
-		t.Cleanup(func() { unix.Close(fd) })
-		return fd
+		t.Cleanup(func() { closeFDs(fds[:]...) })
+		return fds[1]
+	}
+	dgram := func(t *testing.T) int {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		require.NoError(t, err)
+		t.Cleanup(func() { closeFDs(fds[:]...) })
+		return fds[1]
 	}
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
@@ -291,9 +297,13 @@ func TestHostileMeetings(t *testing.T) {
 		err := offer(t, minRingSize, memfd(t, mapBytes(minRingSize), false), evt(t), evt(t))
 		assert.ErrorContains(t, err, "size is not sealed")
 	})
-	t.Run("a pipe for an eventfd", func(t *testing.T) {
+	t.Run("a pipe for a wake socket", func(t *testing.T) {
 		err := offer(t, minRingSize, memfd(t, mapBytes(minRingSize), true), evt(t), int(w.Fd()))
-		assert.ErrorContains(t, err, "where an eventfd was due")
+		assert.ErrorContains(t, err, "not a socket where a wake socket was due")
+	})
+	t.Run("a datagram socket for a wake socket", func(t *testing.T) {
+		err := offer(t, minRingSize, memfd(t, mapBytes(minRingSize), true), dgram(t), evt(t))
+		assert.ErrorContains(t, err, "a socket of domain 1 and type 2 where a wake socket (a unix stream socket) was due")
 	})
 	t.Run("the listener serves on", func(t *testing.T) {
 		err := offer(t, minRingSize, memfd(t, mapBytes(minRingSize), true), evt(t), evt(t))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -21,16 +20,25 @@ var unsupported error
 // message each way, each with file descriptors attached by SCM_RIGHTS):
 //
 //	dialler  → listener: "zdshm\x00\x01\x00", ring size (uint32 LE), 4 zero bytes;
-//	                     the memfd of the mapping, the dialler's data and room eventfds
-//	listener → dialler:  "zdshm\x00ok" and 8 zero bytes; the listener's data and room eventfds
+//	                     the memfd of the mapping, the dialler's data and room wake sockets
+//	listener → dialler:  "zdshm\x00ok" and 8 zero bytes; the listener's data and room wake sockets
 //	                 or: "zdshm\x00no", a reason's length (uint32 LE), 4 zero bytes, the reason
 //
 // The dialler makes the memory, so a listener never maps more than the
 // ring sizes it accepts; it seals the memfd's size, so that the peer
 // cannot shrink it under this end's mapping (a read past a file's end is a
-// SIGBUS, which would kill this process). Each end reads only its own
-// eventfds — the peer's are only written to — so a peer that sends
-// something else cannot make this end wait on it.
+// SIGBUS, which would kill this process).
+//
+// A wake socket is one end of a unix socketpair (SOCK_STREAM): each end
+// makes one pair per direction it sleeps in, keeps one end to sleep on
+// (read through the netpoller) and passes the other to the peer, which
+// writes a byte to it to wake this end. The end it sleeps on is never
+// passed, so its open file description (its O_NONBLOCK flag) is this
+// end's alone; the peer holds only the other end, whose flags and buffer
+// it may change at will: every write to it is a send with MSG_DONTWAIT,
+// which never blocks whatever the flags say, and a send that would block
+// means the peer has unread wake-ups already. Each end checks that what
+// the peer passed is a unix stream socket (SO_DOMAIN, SO_TYPE).
 const (
 	helloLen = 16
 	hello    = "zdshm\x00\x01\x00"
@@ -47,8 +55,9 @@ const seals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
 // ends are a connection's resources at one end, once met.
 type ends struct {
 	mem                []byte   // the mapping of both rings
-	data, room         *os.File // this end's eventfds: the peer wakes its reader and its writer with them
-	peerData, peerRoom int      // the peer's eventfds, written to wake it
+	data, room         *os.File // the ends of this end's wake sockets it sleeps on: its reader's, its writer's
+	selfData, selfRoom int      // the other ends of them, passed to the peer; kept for the watcher to wake this end
+	peerData, peerRoom int      // the peer's wake sockets, written to wake it
 }
 
 // release frees what e holds; for a meeting that failed part way.
@@ -57,7 +66,7 @@ func (e *ends) release() {
 		unix.Munmap(e.mem)
 	}
 	closeFiles(e.data, e.room)
-	closeFDs(e.peerData, e.peerRoom)
+	closeFDs(e.selfData, e.selfRoom, e.peerData, e.peerRoom)
 }
 
 func closeFiles(fs ...*os.File) {
@@ -76,24 +85,27 @@ func closeFDs(fds ...int) {
 	}
 }
 
-// eventfds makes an end's two eventfds, non-blocking so that the runtime's
-// netpoller waits on them (os.NewFile): a sleeping end parks a goroutine,
+// wakeSockets makes an end's two wake sockets: a unix socketpair each,
+// whose end this end sleeps on is non-blocking, so that the runtime's
+// netpoller waits on it (os.NewFile): a sleeping end parks a goroutine,
 // not a thread, and its deadlines are the files'.
-func eventfds(e *ends) error {
-	for _, f := range []**os.File{&e.data, &e.room} {
-		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+func wakeSockets(e *ends) error {
+	for _, w := range []struct {
+		f    **os.File
+		self *int
+	}{{&e.data, &e.selfData}, {&e.room, &e.selfRoom}} {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("shm: eventfd: %w", err)
+			return fmt.Errorf("shm: socketpair: %w", err)
 		}
-		*f = os.NewFile(uintptr(fd), "shm-eventfd")
+		*w.f = os.NewFile(uintptr(fds[0]), "shm-wake")
+		*w.self = fds[1]
 	}
 	return nil
 }
 
-func fileFD(f *os.File) int { return int(f.Fd()) }
-
 // meetDial is the dialler's side of the meeting over c: it makes and maps
-// the memory, sends it, and takes the listener's eventfds.
+// the memory, sends it, and takes the listener's wake sockets.
 func meetDial(c *unixsock.Conn, ringSize int) (*ends, error) {
 	size := mapBytes(ringSize)
 	memfd, err := unix.MemfdCreate("zerodial-shm", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
@@ -107,18 +119,18 @@ func meetDial(c *unixsock.Conn, ringSize int) (*ends, error) {
 	if _, err := unix.FcntlInt(uintptr(memfd), unix.F_ADD_SEALS, seals); err != nil {
 		return nil, fmt.Errorf("shm: sealing the shared memory: %w", err)
 	}
-	e := &ends{peerData: -1, peerRoom: -1}
+	e := &ends{selfData: -1, selfRoom: -1, peerData: -1, peerRoom: -1}
 	if e.mem, err = unix.Mmap(memfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
 		return nil, fmt.Errorf("shm: mapping %d bytes: %w", size, err)
 	}
-	if err := eventfds(e); err != nil {
+	if err := wakeSockets(e); err != nil {
 		e.release()
 		return nil, err
 	}
 	var msg [helloLen]byte
 	copy(msg[:], hello)
 	binary.LittleEndian.PutUint32(msg[8:], uint32(ringSize))
-	rights := unix.UnixRights(memfd, fileFD(e.data), fileFD(e.room))
+	rights := unix.UnixRights(memfd, e.selfData, e.selfRoom)
 	if _, _, err := c.WriteMsgUnix(msg[:], rights, nil); err != nil {
 		e.release()
 		return nil, fmt.Errorf("shm: sending the shared memory: %w", err)
@@ -135,7 +147,7 @@ func meetDial(c *unixsock.Conn, ringSize int) (*ends, error) {
 		return nil, err
 	}
 	e.peerData, e.peerRoom = fds[0], fds[1]
-	if err := checkEventfds(fds); err != nil {
+	if err := checkWakeSockets(fds); err != nil {
 		e.release()
 		return nil, err
 	}
@@ -153,7 +165,7 @@ func refusal(c *unixsock.Conn, msg []byte) error {
 }
 
 // meetAccept is the listener's side of the meeting over c: it takes the
-// dialler's memory, checks it, maps it, and sends its eventfds. A
+// dialler's memory, checks it, maps it, and sends its wake sockets. A
 // dialler whose offer is refused is told why.
 func meetAccept(c *unixsock.Conn) (e *ends, ringSize int, err error) {
 	var msg [helloLen]byte
@@ -163,7 +175,7 @@ func meetAccept(c *unixsock.Conn) (e *ends, ringSize int, err error) {
 		return nil, 0, err
 	}
 	defer closeFDs(fds[0]) // the memfd: the mapping keeps the memory
-	e = &ends{peerData: fds[1], peerRoom: fds[2]}
+	e = &ends{selfData: -1, selfRoom: -1, peerData: fds[1], peerRoom: fds[2]}
 	if string(msg[:8]) != hello {
 		e.release()
 		return nil, 0, fmt.Errorf("%w: the peer is not a shm dialler (it sent %q)", transport.ErrProtocol, msg[:8])
@@ -174,14 +186,14 @@ func meetAccept(c *unixsock.Conn) (e *ends, ringSize int, err error) {
 		e.release()
 		return nil, 0, fmt.Errorf("%w: %v", transport.ErrProtocol, err)
 	}
-	if err := eventfds(e); err != nil {
-		refuse(c, "the listener could not make its eventfds")
+	if err := wakeSockets(e); err != nil {
+		refuse(c, "the listener could not make its wake sockets")
 		e.release()
 		return nil, 0, err
 	}
 	var reply [helloLen]byte
 	copy(reply[:], okReply)
-	if _, _, err := c.WriteMsgUnix(reply[:], unix.UnixRights(fileFD(e.data), fileFD(e.room)), nil); err != nil {
+	if _, _, err := c.WriteMsgUnix(reply[:], unix.UnixRights(e.selfData, e.selfRoom), nil); err != nil {
 		e.release()
 		return nil, 0, fmt.Errorf("shm: answering the dialler: %w", err)
 	}
@@ -190,7 +202,7 @@ func meetAccept(c *unixsock.Conn) (e *ends, ringSize int, err error) {
 
 // mapOffer checks and maps what a dialler sent: a ring size this end
 // accepts, a memfd of exactly the mapping's size whose size is sealed, and
-// two eventfds.
+// two unix stream sockets to wake the dialler with.
 func mapOffer(e *ends, fds []int, ringSize int) error {
 	if !validRingSize(ringSize) {
 		return fmt.Errorf("ring size %d: must be a power of two between %d and %d", ringSize, minRingSize, maxRingSize)
@@ -204,7 +216,7 @@ func mapOffer(e *ends, fds []int, ringSize int) error {
 	if err != nil || got&seals != seals {
 		return errors.New("the shared memory's size is not sealed (memfd with F_SEAL_SHRINK, F_SEAL_GROW and F_SEAL_SEAL)")
 	}
-	if err := checkEventfds(fds[1:]); err != nil {
+	if err := checkWakeSockets(fds[1:]); err != nil {
 		return err
 	}
 	if e.mem, err = unix.Mmap(fds[0], 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
@@ -213,19 +225,19 @@ func mapOffer(e *ends, fds []int, ringSize int) error {
 	return nil
 }
 
-// checkEventfds checks that the peer's descriptors are eventfds, and makes
-// them non-blocking, so that waking the peer never blocks this end.
-func checkEventfds(fds []int) error {
+// checkWakeSockets checks that the peer's descriptors are unix stream
+// sockets, as its wake sockets must be. Their flags need no setting: the
+// peer shares them, and every write to them is a send with MSG_DONTWAIT.
+func checkWakeSockets(fds []int) error {
 	for _, fd := range fds {
-		link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
 		if err != nil {
-			return fmt.Errorf("shm: checking the peer's eventfd (Linux's /proc is needed): %w", err)
+			return fmt.Errorf("%w: the peer sent a descriptor that is not a socket where a wake socket was due (%v)", transport.ErrProtocol, err)
 		}
-		if link != "anon_inode:[eventfd]" {
-			return fmt.Errorf("%w: the peer sent %q where an eventfd was due", transport.ErrProtocol, link)
-		}
-		if err := unix.SetNonblock(fd, true); err != nil {
-			return fmt.Errorf("shm: eventfd: %w", err)
+		typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+		if err != nil || domain != unix.AF_UNIX || typ != unix.SOCK_STREAM {
+			return fmt.Errorf("%w: the peer sent a socket of domain %d and type %d where a wake socket (a unix stream socket) was due",
+				transport.ErrProtocol, domain, typ)
 		}
 	}
 	return nil

@@ -32,7 +32,7 @@ const publishEvery = 256 << 10
 const spinFor = 20 * time.Microsecond
 
 // parker is what an end waits with, once spinning is done: the system's
-// part of the waits (eventfds on Linux; a stub in tests).
+// part of the waits (wake sockets on Linux; a stub in tests).
 type parker interface {
 	// check returns the error that ends a wait before it sleeps: the local
 	// Close (transport.ErrClosed), a deadline passed (transport.ErrTimeout).
@@ -222,6 +222,12 @@ func (e *pipe) writeAll(b []byte) error {
 			return err
 		}
 		if n == 0 {
+			// Checked at each wait, not only at a sleep: a peer that frees
+			// room a byte at a time, sooner than this end stops spinning,
+			// would otherwise hold Send past its deadline and Close.
+			if err := e.p.check(false); err != nil {
+				return err
+			}
 			if n, err = e.awaitRoom(); err != nil {
 				return err
 			}
@@ -294,6 +300,13 @@ func (e *pipe) readAll(b []byte) error {
 			return err
 		}
 		if n == 0 {
+			// Checked at each wait, not only at a sleep: a peer that sends
+			// a record a byte at a time, sooner than this end stops
+			// spinning, would otherwise hold Recv past its deadline and
+			// Close.
+			if err := e.p.check(true); err != nil {
+				return err
+			}
 			n, err = e.awaitData()
 			if err == errGone {
 				return fmt.Errorf("shm: %w: the peer went part way through a message", io.ErrUnexpectedEOF)

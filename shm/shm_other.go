@@ -10,7 +10,7 @@ import (
 )
 
 // unsupported is every Dial's and Listen's error off Linux.
-var unsupported = errors.New("shm: shared memory between processes needs Linux (memfd and eventfd); " +
+var unsupported = errors.New("shm: shared memory between processes needs Linux (memfd and SCM_RIGHTS); " +
 	"on this system the tcp or mux transport over a unix socket serves the same host (\"unix:PATH\", docs/unix.md)")
 
 // Dial fails: shared memory needs Linux.

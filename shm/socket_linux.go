@@ -36,7 +36,7 @@ type socket struct {
 	shutOnce sync.Once
 	freeOnce sync.Once
 
-	wakeR, wakeW [8]byte // sleep's read buffers, fields so as not to escape
+	wakeR, wakeW [64]byte // sleep's read buffers, fields so as not to escape
 
 	dialledBy *dialled.Set // the Transport's that dialled this end; nil for an accepted one
 }
@@ -160,8 +160,8 @@ func (s *socket) closedErr() error {
 	return transport.ErrClosed
 }
 
-// Close closes the socket: its own waits end at once (their eventfds
-// close), the peer's on its watcher's news (the unix socket closes); once
+// Close closes the socket: its own waits end at once (the wake sockets
+// they read close), the peer's on its watcher's news (the unix socket closes); once
 // no Send or Recv of this end is in the rings, the memory is unmapped and
 // the descriptors closed. The memfd has no name: the memory is the
 // kernel's to free when the peer has unmapped it too.
@@ -192,7 +192,7 @@ func (s *socket) free() {
 	s.sendMu.Lock()
 	s.recvMu.Lock()
 	unix.Munmap(s.e.mem)
-	closeFDs(s.e.peerData, s.e.peerRoom)
+	closeFDs(s.e.selfData, s.e.selfRoom, s.e.peerData, s.e.peerRoom)
 	s.recvMu.Unlock()
 	s.sendMu.Unlock()
 }

@@ -10,16 +10,19 @@ import (
 	"github.com/zerodial/transport"
 )
 
-// An end that has spun long enough sleeps on one of its own eventfds,
-// which the runtime's netpoller watches: a goroutine parks, no thread
-// blocks, and the read and write deadlines are the files' own. The peer
-// wakes it by writing to its copy of that eventfd, only when the parked
-// flag in the ring says it sleeps (ring.publish, ring.release): while
-// both ends are busy, a message costs no system call.
+// An end that has spun long enough sleeps on one of its own wake sockets
+// (meet_linux.go), which the runtime's netpoller watches: a goroutine
+// parks, no thread blocks, and the read and write deadlines are the
+// files' own. The peer wakes it by sending a byte to its end of that
+// socketpair, only when the parked flag in the ring says it sleeps
+// (ring.publish, ring.release): while both ends are busy, a message costs
+// no system call. The end slept on is never passed to the peer, so the
+// peer cannot make its read block; what this end writes to is shared with
+// the peer, so every write is a send with MSG_DONTWAIT.
 //
 // The socket is the parker of its pipe.
 
-var one = [8]byte{1} // an eventfd counts what is written, as a uint64 in the host's order (little-endian here)
+var one = [1]byte{1} // a wake-up: any byte
 
 // check is what ends a wait before sleeping: the local Close, a deadline
 // passed.
@@ -48,10 +51,11 @@ func (s *socket) closedErrOf(data bool) error {
 
 func (s *socket) peerGone() bool { return s.gone.Load() }
 
-// sleep reads this end's eventfd: the data one for the reader, the room
-// one for the writer. It returns when the peer (or the watcher, on the
-// peer's going) writes to it, when its deadline passes, or when Close
-// closes it.
+// sleep reads this end's wake socket: the data one for the reader, the
+// room one for the writer. It returns when the peer (or the watcher, on
+// the peer's going) writes to it, when its deadline passes, or when Close
+// closes it. One read takes up to a buffer's worth of wake-ups; any left
+// make a later sleep return at once, and its caller look again.
 func (s *socket) sleep(data bool) error {
 	f, buf := s.e.room, &s.wakeW
 	if data {
@@ -69,20 +73,29 @@ func (s *socket) sleep(data bool) error {
 	return err
 }
 
-// wake writes to the peer's eventfd: its data one, to wake its reader, or
-// its room one. The write does not block (the descriptor is non-blocking,
-// and a counter that is full already wakes the peer).
+// wake wakes the peer's reader (data) or writer (room), sending a byte to
+// its wake socket.
 func (s *socket) wake(data bool) {
 	fd := s.e.peerRoom
 	if data {
 		fd = s.e.peerData
 	}
-	unix.Write(fd, one[:])
+	poke(fd)
 }
 
 // wakeSelf wakes this end's own sleepers, for the watcher: the peer has
 // gone, and they must look.
 func (s *socket) wakeSelf() {
-	s.e.data.Write(one[:])
-	s.e.room.Write(one[:])
+	poke(s.e.selfData)
+	poke(s.e.selfRoom)
+}
+
+// poke sends a wake-up to fd, never blocking: the peer shares the
+// descriptor and may have made it blocking, and MSG_DONTWAIT holds for the
+// one call whatever its flags. A send that would block finds the
+// receiver's buffer full of wake-ups it has not read, so it is awake
+// already; one that fails otherwise (the peer closed its end) has no one
+// to wake. MSG_NOSIGNAL: a closed peer is no SIGPIPE.
+func poke(fd int) {
+	unix.SendmsgN(fd, one[:], nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 }
