@@ -346,37 +346,5 @@ func (e *pipe) readHeader(m *transport.Message, hl int) error {
 		e.rbuf = nil
 	}
 	// b is a local copy now: the peer can no longer change it.
-	return e.parseHeader(m.Header, b)
-}
-
-// parseHeader parses a header block into h, as frame's Reader does.
-func (e *pipe) parseHeader(h map[string]string, b []byte) error {
-	for len(b) > 0 {
-		k, rest, err := field(b)
-		if err != nil {
-			return err
-		}
-		v, rest, err := field(rest)
-		if err != nil {
-			return err
-		}
-		b = rest
-		if len(h) >= frame.MaxHeaderEntries {
-			return fmt.Errorf("%w: more than %d header entries", transport.ErrProtocol, frame.MaxHeaderEntries)
-		}
-		if _, dup := h[string(k)]; dup {
-			return fmt.Errorf("%w: duplicate header key %q", transport.ErrProtocol, k)
-		}
-		ks, vs := e.interns.Field(k, v)
-		h[ks] = vs
-	}
-	return nil
-}
-
-func field(b []byte) (f, rest []byte, err error) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)-w) {
-		return nil, nil, fmt.Errorf("%w: bad header field length", transport.ErrProtocol)
-	}
-	return b[w : w+int(n)], b[w+int(n):], nil
+	return e.interns.ParseHeader(m.Header, b)
 }

@@ -195,7 +195,7 @@ func (fr *Reader) readHeader(m *transport.Message, hl int) error {
 	buf, err := readGrowing(fr.r, fr.scratch[:0], hl)
 	fr.scratch = buf[:0]
 	if err == nil {
-		err = fr.parseHeader(m.Header, buf) // copies what it keeps out of buf
+		err = fr.interns.ParseHeader(m.Header, buf) // copies what it keeps out of buf
 	}
 	if cap(fr.scratch) > maxKeptHeaderBlock {
 		// Sized by what the peer sent once: not kept for the connection's
@@ -209,7 +209,13 @@ func (fr *Reader) readHeader(m *transport.Message, hl int) error {
 // frames; ordinary header blocks are a few hundred bytes.
 const maxKeptHeaderBlock = 16 << 10
 
-func (fr *Reader) parseHeader(h map[string]string, b []byte) error {
+// ParseHeader parses a header block b, the wire's (WIRE.md), into h: each
+// key and value a uvarint length and its bytes, at most MaxHeaderEntries
+// entries, no key twice. It copies what it keeps out of b, reusing the
+// strings of the header it parsed last (Interner). A Reader parses every
+// message's header with it, and so does the shm transport's, from its
+// ring, so that both refuse a header block in the same words.
+func (in *Interner) ParseHeader(h map[string]string, b []byte) error {
 	for len(b) > 0 {
 		k, rest, err := field(b)
 		if err != nil {
@@ -226,7 +232,7 @@ func (fr *Reader) parseHeader(h map[string]string, b []byte) error {
 		if _, dup := h[string(k)]; dup {
 			return fmt.Errorf("%w: duplicate header key %q", transport.ErrProtocol, k)
 		}
-		ks, vs := fr.interns.Field(k, v)
+		ks, vs := in.Field(k, v)
 		h[ks] = vs
 	}
 	return nil
