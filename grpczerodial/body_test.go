@@ -145,3 +145,23 @@ func TestLendWhileMarshalled(t *testing.T) {
 	}
 	<-done
 }
+
+// embedded is a reply of another Go type for the same message, as a caller
+// may pass to Invoke: its ProtoReflect is the embedded message's. guard
+// follows the pointer, where the message struct has its fields.
+type embedded struct {
+	*testpb.SimpleResponse
+	guard [8]uint64
+}
+
+// lend fills a dst of another Go type for src's message through
+// protoreflect: the typed copy of the fields is for dst and src of one Go
+// type. It wrote src's fields over what follows the embedded pointer (the
+// guard, here; past the end of a smaller struct, the heap).
+func TestLendOtherGoType(t *testing.T) {
+	src := &testpb.SimpleResponse{Username: "u", OauthScope: "s", Payload: &testpb.Payload{Body: []byte("abc")}}
+	dst := &embedded{SimpleResponse: new(testpb.SimpleResponse)}
+	require.True(t, lend(dst, src))
+	assert.Equal(t, [8]uint64{}, dst.guard, "lend wrote past the embedded pointer")
+	assert.True(t, proto.Equal(src, dst.SimpleResponse), "%v", dst.SimpleResponse)
+}

@@ -16,8 +16,11 @@ import (
 // method that borrows (Borrows): a generated handler decodes its request
 // into a message of its own (the dec func), and the caller's reply is a
 // message of its own, so each gets the other's fields, not its pointer. It
-// reports false, having done nothing, when dst and src are not of one Go
-// type.
+// reports false, having done nothing, when dst and src are not of one
+// message type. The typed copy of the fields (lender) is for a dst of src's
+// own Go type; one of another (a struct that embeds the message, which a
+// caller may pass as its reply) is filled through protoreflect
+// (TestLendOtherGoType).
 func lend(dst, src proto.Message) bool {
 	d, s := dst.ProtoReflect(), src.ProtoReflect()
 	if d.Type() != s.Type() {
@@ -27,7 +30,7 @@ func lend(dst, src proto.Message) bool {
 		proto.Reset(dst)
 		return true
 	}
-	if l := lenderOf(reflect.TypeOf(src)); l.run != nil {
+	if l := lenderOf(reflect.TypeOf(src)); l.run != nil && reflect.TypeOf(dst) == reflect.TypeOf(src) {
 		l.lend(reflect.ValueOf(dst).UnsafePointer(), reflect.ValueOf(src).UnsafePointer())
 		if len(d.GetUnknown()) > 0 {
 			d.SetUnknown(nil)

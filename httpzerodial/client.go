@@ -162,7 +162,7 @@ func (p *httpProtocol) Connect(_ context.Context, addr string) (dispatch.Protoco
 	c.unaryHC, c.streamHC = p.o.hc, p.o.hc
 	c.streamH1 = p.o.hc != nil && speaksHTTP1(p.o.hc, u.Scheme)
 	if p.o.hc == nil {
-		c.dialer = &connDialer{}
+		c.dialer = &connDialer{done: ctx}
 		c.h1 = &http.Transport{TLSClientConfig: p.o.tls, ForceAttemptHTTP2: true, DialContext: c.dialer.dial}
 		prot := new(http.Protocols)
 		prot.SetUnencryptedHTTP2(true)

@@ -12,6 +12,11 @@ import (
 // their own for it (a context.WithCancel and a context.AfterFunc of the
 // connection's cost a call six allocations).
 type connDialer struct {
+	// done is the httpConn's context, which its Close ends: a dial then in
+	// progress ends too, as its connection is not in conns yet and net/http
+	// dials apart from the request's context (a host that drops SYNs held
+	// a call past Close until the system's connect timeout).
+	done   context.Context
 	d      net.Dialer
 	mu     sync.Mutex
 	conns  map[*dialedConn]struct{}
@@ -19,6 +24,9 @@ type connDialer struct {
 }
 
 func (d *connDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(d.done, cancel)()
 	c, err := d.d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
