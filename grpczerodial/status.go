@@ -3,6 +3,7 @@ package grpczerodial
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -139,4 +140,23 @@ type statusError struct {
 
 func (e *statusError) Error() string              { return e.st.Err().Error() }
 func (e *statusError) GRPCStatus() *status.Status { return e.st }
-func (e *statusError) Unwrap() error              { return e.err }
+
+// Unwrap is the error dispatch gave, but never one that matches io.EOF:
+// dispatch words a connection the server closed as its end (io.EOF), and
+// a gRPC stream's RecvMsg says a clean end with io.EOF, so a caller's
+// errors.Is(err, io.EOF) took that failure for the stream's end
+// (TestStatusNeverEOF; the conformance suite's "a stream over a frame limit
+// says why" over the ClientConn, 1 run in 30).
+func (e *statusError) Unwrap() error {
+	if errors.Is(e.err, io.EOF) {
+		return notEOF{e.err}
+	}
+	return e.err
+}
+
+// notEOF is err for errors.Is and errors.As, but for io.EOF.
+type notEOF struct{ err error }
+
+func (n notEOF) Error() string        { return n.err.Error() }
+func (n notEOF) Is(target error) bool { return target != io.EOF && errors.Is(n.err, target) }
+func (n notEOF) As(target any) bool   { return errors.As(n.err, target) }
