@@ -9,7 +9,8 @@
 // direction is a ring in it (ring.go holds its layout). A message is
 // written once into the ring by Send, and copied out once by Recv into the
 // Message's body; messages larger than the ring go through in parts. An
-// end waiting for the other spins for 20 µs, then sleeps on its end of a
+// end waiting for the other spins for a budget it learns from its own
+// waits (20 to 200 µs: spin.go), then sleeps on its end of a
 // unix socketpair the Go runtime's netpoller watches (the other end
 // passed to the peer, which sends a byte to wake it), and is woken only
 // when it sleeps: a busy connection costs no system call per message.

@@ -24,13 +24,6 @@ const prefixLen = 8
 // the next rather than waiting for the whole.
 const publishEvery = 256 << 10
 
-// spinFor is how long an end looks for the peer's next bytes before it
-// sleeps: long enough to see a reply to a call that is being served (a
-// few microseconds), short enough that an end with nothing to do sleeps
-// at once. Spinning costs a core only while the peer is busy for us; the
-// sleep costs a system call at each end.
-const spinFor = 20 * time.Microsecond
-
 // parker is what an end waits with, once spinning is done: the system's
 // part of the waits (wake sockets on Linux; a stub in tests).
 type parker interface {
@@ -60,6 +53,10 @@ type pipe struct {
 	rpos, released uint64 // in's tail as this end read and released it
 	rbuf           []byte // the header block read
 	interns        frame.Interner
+
+	// rspin and wspin are how long the reader spins for data and the
+	// writer for room before sleeping.
+	rspin, wspin spinBudget
 }
 
 // errMidFrame marks an error after part of a record was read or written:
@@ -82,13 +79,17 @@ func midFrame(err error) error {
 var errGone = errors.New("shm: the peer closed the connection, or its process ended")
 
 // awaitData waits until in holds bytes past rpos and returns how many;
-// spinning for spinFor, then parking.
+// spinning for its budget (rspin), then parking.
 func (e *pipe) awaitData() (int, error) {
 	r := e.in
 	var start time.Time
+	slept := false
 	for spin := 0; ; spin++ {
 		n, err := r.avail(e.rpos)
 		if err != nil || n > 0 {
+			if slept {
+				e.rspin.slept(time.Since(start))
+			}
 			return n, err
 		}
 		if spin&63 != 63 {
@@ -98,7 +99,7 @@ func (e *pipe) awaitData() (int, error) {
 			start = time.Now()
 			continue
 		}
-		if time.Since(start) < spinFor {
+		if time.Since(start) < e.rspin.get() {
 			runtime.Gosched()
 			continue
 		}
@@ -125,16 +126,22 @@ func (e *pipe) awaitData() (int, error) {
 			r.readerParked.Store(0)
 			return 0, err
 		}
+		slept = true
 	}
 }
 
-// awaitRoom waits until out has room past wpos and returns how much.
+// awaitRoom waits until out has room past wpos and returns how much;
+// spinning for its budget (wspin), then parking.
 func (e *pipe) awaitRoom() (int, error) {
 	r := e.out
 	var start time.Time
+	slept := false
 	for spin := 0; ; spin++ {
 		n, err := r.free(e.wpos)
 		if err != nil || n > 0 {
+			if slept {
+				e.wspin.slept(time.Since(start))
+			}
 			return n, err
 		}
 		if e.p.peerGone() {
@@ -147,7 +154,7 @@ func (e *pipe) awaitRoom() (int, error) {
 			start = time.Now()
 			continue
 		}
-		if time.Since(start) < spinFor {
+		if time.Since(start) < e.wspin.get() {
 			runtime.Gosched()
 			continue
 		}
@@ -170,6 +177,7 @@ func (e *pipe) awaitRoom() (int, error) {
 			r.writerParked.Store(0)
 			return 0, err
 		}
+		slept = true
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/zerodial/transport"
 )
 
 // sleepTimer is a parker whose first sleep records when it came and ends
@@ -21,7 +23,7 @@ func (p *sleepTimer) sleep(bool) error {
 }
 
 // TestSpinsBeforeSleeping: an end waiting for the peer looks at the ring
-// for spinFor before it sleeps, both as reader and as writer, so that a
+// for its spin budget (minSpin at first) before it sleeps, both as reader and as writer, so that a
 // peer answering within that costs no system call at either end. (The
 // spin once ended after 64 looks, well under a microsecond, and every
 // message of a call slept and woke its peer: 2 sleeps a round trip.)
@@ -36,8 +38,8 @@ func TestSpinsBeforeSleeping(t *testing.T) {
 	if !errors.Is(err, errSlept) {
 		t.Fatalf("awaitData: %v", err)
 	}
-	if spun := p.slept.Sub(start); spun < spinFor {
-		t.Errorf("the reader slept after spinning %v, want at least %v", spun, spinFor)
+	if spun := p.slept.Sub(start); spun < minSpin {
+		t.Errorf("the reader slept after spinning %v, want at least %v", spun, minSpin)
 	}
 
 	e.wpos = minRingSize // the ring is full: the reader has read nothing
@@ -46,7 +48,82 @@ func TestSpinsBeforeSleeping(t *testing.T) {
 	if !errors.Is(err, errSlept) {
 		t.Fatalf("awaitRoom: %v", err)
 	}
-	if spun := p.slept.Sub(start); spun < spinFor {
-		t.Errorf("the writer slept after spinning %v, want at least %v", spun, spinFor)
+	if spun := p.slept.Sub(start); spun < minSpin {
+		t.Errorf("the writer slept after spinning %v, want at least %v", spun, minSpin)
+	}
+}
+
+// TestSpinBudget: a wait woken sooner than maxSpin after it began doubles
+// the budget, up to maxSpin; one that slept longer halves it, down to
+// minSpin.
+func TestSpinBudget(t *testing.T) {
+	var b spinBudget
+	if got := b.get(); got != minSpin {
+		t.Fatalf("the zero budget is %v, want %v", got, minSpin)
+	}
+	want := minSpin
+	for range 8 {
+		b.slept(minSpin + time.Microsecond)
+		want = min(2*want, maxSpin)
+		if got := b.get(); got != want {
+			t.Fatalf("after a short sleep: %v, want %v", got, want)
+		}
+	}
+	b.slept(time.Second)
+	if got := b.get(); got != maxSpin/2 {
+		t.Fatalf("after a long sleep: %v, want %v", got, maxSpin/2)
+	}
+	for range 8 {
+		b.slept(maxSpin)
+	}
+	if got := b.get(); got != minSpin {
+		t.Fatalf("after long sleeps: %v, want %v", got, minSpin)
+	}
+}
+
+// answerOnSleep is a parker whose peer writes a record as soon as this
+// end sleeps: the reader is woken at once.
+type answerOnSleep struct {
+	peer   *pipe
+	sleeps int
+}
+
+func (p *answerOnSleep) check(bool) error { return nil }
+func (p *answerOnSleep) peerGone() bool   { return false }
+func (p *answerOnSleep) wake(bool)        {}
+func (p *answerOnSleep) sleep(bool) error {
+	p.sleeps++
+	return p.peer.writeFrame(&transport.Message{Body: []byte("hi")})
+}
+
+// TestPipeLearnsSpin: a reader's wait that slept teaches its budget, one
+// caught by spinning does not. (What it learns depends on how long the
+// wait took, which this machine's load decides; TestSpinBudget holds the
+// rule.)
+func TestPipeLearnsSpin(t *testing.T) {
+	mem := make([]byte, mapBytes(minRingSize))
+	a := newRing(mem, minRingSize)
+	b := newRing(mem[ringBytes(minRingSize):], minRingSize)
+	peer := &pipe{out: a, in: b, p: stubParker{}, max: 1 << 10}
+	p := &answerOnSleep{peer: peer}
+	e := &pipe{in: a, out: b, p: p, max: 1 << 10}
+
+	var m transport.Message
+	if err := e.readFrame(&m); err != nil || string(m.Body) != "hi" {
+		t.Fatalf("readFrame: %q, %v", m.Body, err)
+	}
+	if p.sleeps != 1 || e.rspin.d == 0 {
+		t.Fatalf("after a wait that slept %d times the budget is %v, want one sleep and a budget learned", p.sleeps, e.rspin.d)
+	}
+
+	e.rspin = spinBudget{}
+	if err := peer.writeFrame(&transport.Message{Body: []byte("again")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.readFrame(&m); err != nil || string(m.Body) != "again" {
+		t.Fatalf("readFrame: %q, %v", m.Body, err)
+	}
+	if p.sleeps != 1 || e.rspin.d != 0 {
+		t.Fatalf("a wait with the record there slept (%d sleeps) or changed the budget (%v)", p.sleeps, e.rspin.d)
 	}
 }
