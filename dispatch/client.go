@@ -98,7 +98,7 @@ func Dial(ctx context.Context, tr transport.Transport, addr string, opts ...Clie
 	if err != nil {
 		return nil, err
 	}
-	d := &transportDialer{tr: tr, codec: o.codec, log: o.logger}
+	d := &transportDialer{tr: tr, codec: o.codec, log: o.logger, quiet: sweep.Group{Every: clientQuietAfter}}
 	if o.replicas.resolver != nil {
 		c, err := dialReplicas(ctx, d, addr, o)
 		if c != nil {
@@ -154,7 +154,7 @@ func NewClient(sock transport.Socket, opts ...ClientOption) (*Client, error) {
 	o.shortcut = ShortcutOff
 	c := &Client{addr: sock.RemoteAddr().String(), opts: o, ctype: o.codec.Name(), limit: transport.DefaultMaxFrameSize,
 		netPath: pathOfWire(transport.Wire{}, sock), remote: sock.RemoteAddr()}
-	c.quiet = new(sweep.Group)
+	c.quiet = newClientSweep()
 	c.conn = newClientConn(sock, c.netPath, o.codec, o.logger, c.quiet)
 	return c, nil
 }

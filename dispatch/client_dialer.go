@@ -38,7 +38,8 @@ type transportDialer struct {
 	codec codec.Codec
 	log   *slog.Logger
 	// quiet is the quiet sweep of the connections it makes: one for a
-	// Client and its replicas, begun and ended by them (internal/sweep).
+	// Client and its replicas, begun and ended by them (internal/sweep),
+	// every clientQuietAfter.
 	quiet sweep.Group
 }
 

@@ -22,11 +22,26 @@ import (
 // reply: the watcher parks whenever nothing is pending, and a caller that
 // finds nobody reading reads until its reply has come. The watcher reads
 // whenever a call or stream waits on a reader other than its own caller;
-// and on a connection quiet for sweep.QuietAfter, the quiet sweep resumes
+// and on a connection quiet for clientQuietAfter, the quiet sweep resumes
 // it, to see what the server sends unasked (a Drain notice; the end of the
 // connection). Only over a transport.FrameWaiter, whose wait a caller's
 // context can end between messages. It serves BenchmarkUnary's network
 // rows.
+// clientQuietAfter is how long a client connection stays read by no
+// goroutine once its last caller has read its reply, before the quiet
+// sweep gives the watcher the reading back: the period of a Client's
+// sweep (newClientSweep). Only what the server sends unasked waits on it —
+// a Drain notice, which the server waits a second for (DrainAckTimeout),
+// and the connection's end — so it is long: a sweep that ticks every
+// millisecond wakes a goroutine as often, and while calls flow between two
+// processes on one host that wake cost more than the calls
+// (BenchmarkUnary's zerodial-tcp-unix-proc row: 61 µs a call with a 1 ms
+// tick at both ends, 46 µs with this one at the Client's end alone).
+const clientQuietAfter = 100 * time.Millisecond
+
+// newClientSweep returns the quiet sweep of a Client's connections.
+func newClientSweep() *sweep.Group { return &sweep.Group{Every: clientQuietAfter} }
+
 type readRole struct {
 	mu     sync.Mutex
 	cond   sync.Cond // signalled when the watcher may read, or must go
@@ -159,13 +174,13 @@ func (cc *clientConn) sweepQuiet() {
 }
 
 // resumeIfQuiet gives the watcher back the reading once the connection has
-// been quiet for sweep.QuietAfter; it reports whether the quiet sweep is
+// been quiet for clientQuietAfter; it reports whether the quiet sweep is
 // done with cc.
 func (cc *clientConn) resumeIfQuiet(now int64) bool {
 	r := &cc.role
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.halted && r.who == readByNobody && now-r.lastUse < int64(sweep.QuietAfter) {
+	if !r.halted && r.who == readByNobody && now-r.lastUse < int64(clientQuietAfter) {
 		return false
 	}
 	if !r.halted && r.who == readByNobody {
@@ -234,7 +249,7 @@ func (cc *clientConn) interruptRead() {
 
 // Sweep is the quiet sweep's visit (internal/sweep): the watcher gets
 // the reading back once the connection has been quiet for
-// sweep.QuietAfter.
+// clientQuietAfter.
 func (cc *clientConn) Sweep(now int64) bool { return cc.resumeIfQuiet(now) }
 
 func (cc *clientConn) readLoop() {

@@ -223,6 +223,31 @@ func TestSynctestIdleTimeout(t *testing.T) {
 	}
 }
 
+// TestSynctestClientQuiet: a Client connection whose caller read its own
+// reply is read by no goroutine until it has been quiet for 100 ms
+// (clientQuietAfter): the quiet sweep then gives its watcher the reading
+// back, which sees the end the server made of it meanwhile — at exactly
+// 100 ms after the call in the bubble's time. A sweep ticking every
+// millisecond, as the Server's does, cost more than the call between two
+// processes on one host (BenchmarkUnary's zerodial-tcp-unix-proc).
+func TestSynctestClientQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := memory.New()
+		_, addr := bubbleServer(t, tr, dispatch.WithIdleTimeout(8*time.Millisecond))
+		recs := &conntest.Records{}
+		c, err := dispatch.Dial(context.Background(), tr, addr, dispatch.WithLogger(slog.New(recs)))
+		require.NoError(t, err)
+		defer c.Close()
+		var sum int
+		require.NoError(t, c.Call(context.Background(), "Arith.Add", Args{1, 2}, &sum))
+		start := time.Now()
+		time.Sleep(time.Second)
+		at := loggedAt(recs, "dispatch: connection failed")
+		require.Len(t, at, 1, "the Client saw its connection end")
+		assert.Equal(t, 100*time.Millisecond, at[0].Sub(start), "seen after")
+	})
+}
+
 // stalledReader is a memory Transport whose sockets' Recv waits until
 // reading is let go: a client that stops reading its replies.
 type stalledReader struct {

@@ -27,13 +27,14 @@ import (
 	"time"
 )
 
-// QuietAfter is how long an item may stay quiet before its sweep acts on
-// it, and so the sweep's period: an item is visited between QuietAfter
-// and twice that after it was last busy.
+// QuietAfter is the period of a Group whose Every is zero: how long an
+// item may stay quiet before its sweep acts on it, an item being visited
+// between one period and two after it was last busy.
 const QuietAfter = time.Millisecond
 
 // Item is what the sweep watches: Sweep is given the time of the tick
-// (UnixNano) and reports whether the sweep is done with the item. It runs
+// (UnixNano) and reports whether the sweep is done with the item; an item
+// quiet for the Group's Period is acted on. It runs
 // on the sweep's goroutine under the sweep's lock, so it must not call Add
 // or Remove.
 type Item interface{ Sweep(now int64) bool }
@@ -42,6 +43,13 @@ type Item interface{ Sweep(now int64) bool }
 // ticks while there are any. The zero Group is ready to use; it must not
 // be copied after first use.
 type Group struct {
+	// Every is the sweep's period, QuietAfter if zero; set before the
+	// Group is first used. A tick costs the process a goroutine woken, and
+	// while calls flow between two processes on one host that wake costs
+	// more than the call: a Group whose items can wait should tick
+	// seldom.
+	Every time.Duration
+
 	mu      sync.Mutex
 	items   map[Item]struct{}
 	running bool // the goroutine is ticking
@@ -104,9 +112,17 @@ func (g *Group) stopIfEmpty() {
 	}
 }
 
+// Period returns the sweep's period: Every, or QuietAfter.
+func (g *Group) Period() time.Duration {
+	if g.Every > 0 {
+		return g.Every
+	}
+	return QuietAfter
+}
+
 // run ticks while there are items, and returns once there are none.
 func (g *Group) run(wake chan struct{}) {
-	t := time.NewTicker(QuietAfter)
+	t := time.NewTicker(g.Period())
 	defer t.Stop()
 	for {
 		g.mu.Lock()

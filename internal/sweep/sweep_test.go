@@ -128,6 +128,29 @@ func TestSweepInBubble(t *testing.T) {
 	}
 }
 
+// A Group whose Every is set ticks at that period, and says so.
+func TestSweepEvery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := sweep.Group{Every: 100 * time.Millisecond}
+		if got := g.Period(); got != g.Every {
+			t.Fatalf("Period() = %v, want %v", got, g.Every)
+		}
+		start := time.Now().UnixNano()
+		it := newItem(2)
+		g.Add(it)
+		<-it.done
+		synctest.Wait()
+		want := []int64{start + int64(g.Every), start + 2*int64(g.Every)}
+		if got := it.seen(); !slices.Equal(got, want) {
+			t.Fatalf("visited at %v, want %v", got, want)
+		}
+	})
+	var g sweep.Group
+	if got := g.Period(); got != sweep.QuietAfter {
+		t.Fatalf("the zero Group's Period() = %v, want %v", got, sweep.QuietAfter)
+	}
+}
+
 // Removing the last item, or ending the Group, ends its goroutine at once,
 // with no tick to wait for: the bubble's time stops when its function
 // returns, and a goroutine left waiting for a tick then is a deadlock. A
