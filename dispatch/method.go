@@ -55,6 +55,9 @@ type method struct {
 	// encoding is WithEncoding's, what the raw bodies hold; nil when not
 	// said.
 	encoding *Encoding
+
+	// pace is how fast the method's calls run inline (server_inline.go).
+	pace inlinePace
 }
 
 var (

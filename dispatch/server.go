@@ -55,7 +55,8 @@ type Server struct {
 	// (newDetached).
 	detached sync.Pool
 	// quiet is the quiet sweep of the Server's connections (server_inline.go,
-	// server_hold.go), ended when the Server stops.
+	// server_hold.go), ended when the Server stops: every QuietAfter while
+	// a connection is hurried, every quietSlow while none is.
 	quiet sweep.Group
 }
 
@@ -69,6 +70,7 @@ func NewServer(opts ...ServerOption) *Server {
 		listeners: make(map[transport.Listener]struct{}),
 		conns:     make(map[servedConn]struct{}),
 	}
+	s.quiet.Slow = quietSlow
 	s.routes.Store(&routes{methods: map[string]*method{}, services: map[string]bool{}})
 	return s
 }

@@ -65,6 +65,8 @@ func (c *serverConn) holdReply() bool {
 	}
 	if c.reader.holdWrite(time.Now().UnixNano()) {
 		c.srv.quiet.Add(c)
+	} else {
+		c.srv.quiet.Hurry() // a hold is hurried (Hurried)
 	}
 	return true
 }

@@ -59,6 +59,9 @@ type readerState struct {
 	inline atomic.Int64
 	// swept says the sweep watches the connection.
 	swept atomic.Bool
+	// urgent says the call run inline is of a method not known to be
+	// fast (inlinePace): the sweep must look at it every QuietAfter.
+	urgent atomic.Bool
 	// hold is the write of replies the reader holds back.
 	hold replyHold
 }
@@ -70,10 +73,21 @@ const (
 )
 
 // beginInline records that a call run inline began at start (positive),
-// and reports whether the caller must Add the connection to the sweep.
-func (s *readerState) beginInline(start int64) (add bool) {
+// urgent if its method is not known to be fast, and reports whether the
+// caller must Add the connection to the sweep.
+func (s *readerState) beginInline(start int64, urgent bool) (add bool) {
+	s.urgent.Store(urgent)
 	s.inline.Store(start)
 	return s.swept.CompareAndSwap(false, true)
+}
+
+// hurried reports whether the sweep must look at the connection every
+// QuietAfter (sweep.Hurrier): a call of a method not known to be fast
+// runs inline, or a write is held. Otherwise it may wait for the sweep's
+// slow period: the call running inline is of a method whose calls have
+// all been short lately.
+func (s *readerState) hurried() bool {
+	return s.inline.Load() > 0 && s.urgent.Load() || s.hold.held()
 }
 
 // endInline records that the call begun at start has returned, and

@@ -248,6 +248,56 @@ func TestSynctestClientQuiet(t *testing.T) {
 	})
 }
 
+// TestSynctestInlinePace: over memory, a call that comes alone runs on
+// the goroutine that read it, and a request sent behind it is read once
+// the quiet sweep hands the reading on: within 2 ms (QuietAfter, one tick)
+// for a method not known to be fast; for one whose last 16 calls ran
+// short, at the sweep's slow pace (quietSlow, 100 ms: between 2 and
+// 200 ms), after which the long call has made it unknown again, and the
+// next is handed on within 2 ms.
+func TestSynctestInlinePace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := memory.New()
+		_, addr := bubbleServer(t, tr)
+		ctx := context.Background()
+		c, err := dispatch.Dial(ctx, tr, addr)
+		require.NoError(t, err)
+		defer c.Close()
+		sleep := func(d time.Duration) error {
+			var slept time.Duration
+			return c.Call(ctx, "Clock.Sleep", &sleepArgs{D: d}, &slept)
+		}
+		// behind runs a Sleep of a second, and returns how long a call
+		// sent while it runs waits for its reply.
+		behind := func() time.Duration {
+			done := make(chan error, 1)
+			go func() { done <- sleep(time.Second) }()
+			synctest.Wait() // the Sleep runs, on the goroutine that read it
+			start := time.Now()
+			var sum int
+			require.NoError(t, c.Call(ctx, "Arith.Add", Args{1, 2}, &sum))
+			waited := time.Since(start)
+			require.NoError(t, <-done)
+			synctest.Wait() // the Sleep's end recorded, as its reply went first
+			return waited
+		}
+
+		assert.LessOrEqual(t, behind(), 2*time.Millisecond, "behind a method never run")
+		for range 16 {
+			require.NoError(t, sleep(0))
+		}
+		// The sweep ticks every QuietAfter while it watches a call of a
+		// method not yet known to be fast (these sleeps), and hands on
+		// any call it finds a QuietAfter old then: let it see them done,
+		// and stop.
+		time.Sleep(5 * time.Millisecond)
+		waited := behind()
+		assert.Greater(t, waited, 2*time.Millisecond, "behind a method known to be fast")
+		assert.LessOrEqual(t, waited, 200*time.Millisecond, "behind a method known to be fast")
+		assert.LessOrEqual(t, behind(), 2*time.Millisecond, "behind a method that ran long last")
+	})
+}
+
 // stalledReader is a memory Transport whose sockets' Recv waits until
 // reading is let go: a client that stops reading its replies.
 type stalledReader struct {

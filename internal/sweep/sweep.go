@@ -24,6 +24,7 @@ package sweep
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,6 +40,17 @@ const QuietAfter = time.Millisecond
 // or Remove.
 type Item interface{ Sweep(now int64) bool }
 
+// A Hurrier is an Item that says whether it needs its Group's Every now,
+// or can wait for Slow; an Item that is not a Hurrier always needs Every.
+// Hurried runs under the Group's lock, as Sweep does.
+type Hurrier interface{ Hurried() bool }
+
+// hurried reports whether s needs the Group's Every now.
+func hurried(s Item) bool {
+	h, ok := s.(Hurrier)
+	return !ok || h.Hurried()
+}
+
 // Group is one sweep: the items of one owner, and the goroutine that
 // ticks while there are any. The zero Group is ready to use; it must not
 // be copied after first use.
@@ -49,6 +61,12 @@ type Group struct {
 	// more than the call: a Group whose items can wait should tick
 	// seldom.
 	Every time.Duration
+	// Slow, if set, is the period while no item the Group watches is
+	// hurried (Hurrier): an owner whose items can mostly wait that long
+	// pays a tick that seldom while they do, and the Group ticks every
+	// Every again as soon as one is hurried (Add, Hurry). Set before the
+	// Group is first used.
+	Slow time.Duration
 
 	mu      sync.Mutex
 	items   map[Item]struct{}
@@ -59,6 +77,9 @@ type Group struct {
 	// when its test's function returns, and the goroutine must not wait
 	// for a tick then. Made by the Add that starts the goroutine.
 	wake chan struct{}
+	// slow says the goroutine ticks every Slow, or is deciding whether
+	// to (pace): Hurry, which reads it without the lock, then wakes it.
+	slow atomic.Bool
 }
 
 // Add watches s from the next tick on, starting the sweep's goroutine if
@@ -78,8 +99,33 @@ func (g *Group) Add(s Item) {
 		g.running = true
 		g.wake = make(chan struct{}, 1)
 		go g.run(g.wake)
+	} else if g.slow.Load() && hurried(s) {
+		g.kick()
 	}
 	g.mu.Unlock()
+}
+
+// Hurry has the Group tick every Every from now on, if it ticks every
+// Slow: an item it watches has become hurried. The item must say so
+// (Hurried) before Hurry is called. It costs an atomic load when the Group
+// ticks every Every already.
+func (g *Group) Hurry() {
+	if !g.slow.Load() {
+		return
+	}
+	g.mu.Lock()
+	g.kick()
+	g.mu.Unlock()
+}
+
+// kick wakes the goroutine to look at its items again; with g.mu held.
+func (g *Group) kick() {
+	if g.running {
+		select {
+		case g.wake <- struct{}{}:
+		default: // woken already
+		}
+	}
 }
 
 // Remove stops watching s, which is not visited again once Remove has
@@ -104,11 +150,8 @@ func (g *Group) End() {
 // stopIfEmpty wakes the goroutine to return when there is nothing left to
 // watch; with g.mu held.
 func (g *Group) stopIfEmpty() {
-	if g.running && len(g.items) == 0 {
-		select {
-		case g.wake <- struct{}{}:
-		default: // woken already
-		}
+	if len(g.items) == 0 {
+		g.kick()
 	}
 }
 
@@ -120,30 +163,56 @@ func (g *Group) Period() time.Duration {
 	return QuietAfter
 }
 
-// run ticks while there are items, and returns once there are none.
+// run ticks while there are items, and returns once there are none; it
+// looks at its pace after each tick and each wake.
 func (g *Group) run(wake chan struct{}) {
-	t := time.NewTicker(g.Period())
+	period := g.pace()
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		g.mu.Lock()
 		if len(g.items) == 0 {
 			g.running = false
+			g.slow.Store(false)
 			g.mu.Unlock()
 			return
 		}
 		g.mu.Unlock()
 		select {
 		case <-t.C:
-		case <-wake:
-			continue
-		}
-		now := time.Now().UnixNano()
-		g.mu.Lock()
-		for s := range g.items {
-			if s.Sweep(now) {
-				delete(g.items, s)
+			now := time.Now().UnixNano()
+			g.mu.Lock()
+			for s := range g.items {
+				if s.Sweep(now) {
+					delete(g.items, s)
+				}
 			}
+			g.mu.Unlock()
+		case <-wake:
 		}
-		g.mu.Unlock()
+		if p := g.pace(); p != period {
+			period = p
+			t.Reset(p)
+		}
 	}
+}
+
+// pace returns the period the items need: Slow while none is hurried,
+// Every otherwise. It sets slow before it looks, so that an item hurried
+// after its look finds slow set, and Hurry wakes the goroutine to look
+// again.
+func (g *Group) pace() time.Duration {
+	if g.Slow <= 0 {
+		return g.Period()
+	}
+	g.slow.Store(true)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for s := range g.items {
+		if hurried(s) {
+			g.slow.Store(false)
+			return g.Period()
+		}
+	}
+	return g.Slow
 }

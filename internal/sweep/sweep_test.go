@@ -3,6 +3,7 @@ package sweep_test
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -148,6 +149,52 @@ func TestSweepEvery(t *testing.T) {
 	var g sweep.Group
 	if got := g.Period(); got != sweep.QuietAfter {
 		t.Fatalf("the zero Group's Period() = %v, want %v", got, sweep.QuietAfter)
+	}
+}
+
+// hurryItem is an item that says it is hurried when the test says so.
+type hurryItem struct {
+	*item
+	hurry atomic.Bool
+}
+
+func (h *hurryItem) Hurried() bool { return h.hurry.Load() }
+
+// A Group with Slow ticks every Slow while no item is hurried, and every
+// Every from the moment one is — when it says so and Hurry is called, or
+// when a hurried item is added — until none is.
+func TestSweepSlow(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	for _, how := range []string{"Hurry", "Add"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := sweep.Group{Every: time.Millisecond, Slow: 100 * time.Millisecond}
+				start := time.Now().UnixNano()
+				it := &hurryItem{item: newItem(3)}
+				g.Add(it)
+				time.Sleep(150 * time.Millisecond)
+				if how == "Hurry" {
+					it.hurry.Store(true)
+					g.Hurry()
+				} else {
+					other := &hurryItem{item: newItem(1)}
+					other.hurry.Store(true)
+					g.Add(other)
+				}
+				<-it.done
+				synctest.Wait() // the sweep's goroutine has returned
+				// Hurried itself, it is visited every Every from then on;
+				// when the other, hurried, item was added, and done with
+				// at its first visit, the Group is slow again.
+				want := []int64{start + 100*ms, start + 151*ms, start + 152*ms}
+				if how == "Add" {
+					want[2] = start + 251*ms
+				}
+				if got := it.seen(); !slices.Equal(got, want) {
+					t.Fatalf("visited at %v, want %v", got, want)
+				}
+			})
+		})
 	}
 }
 
