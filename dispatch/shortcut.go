@@ -54,6 +54,16 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 	return true, PathShortcutCopy, c.outcome(ctx, srv, reply, c.copyCall(ctx, e, name, args, reply, ans), ans)
 }
 
+// noteReached records srv as the Server the shortcut last reached. It is
+// stored only when it changes: a store on every call or stream is a write
+// barrier while the GC runs, and a cache line written that every caller
+// of c shares (BenchmarkCall's shortcut rows).
+func (c *Client) noteReached(srv *Server) {
+	if c.reached.Load() != srv {
+		c.reached.Store(srv)
+	}
+}
+
 // enterShortcut begins a call or stream on the shortcut to srv: it enters
 // srv's gate, as a connection's call does, and reports true when the call
 // may go on (the caller then leaves the gate). Otherwise err is what the call
@@ -62,12 +72,7 @@ func (c *Client) shortcut(ctx context.Context, e *entry, name string, args, repl
 // closed, ctx's error once ctx has ended — or nil once srv has stopped:
 // the call then goes to the transport, as a network call would redial.
 func (c *Client) enterShortcut(ctx context.Context, srv *Server) (entered bool, err error) {
-	if c.reached.Load() != srv {
-		// Stored only when it changes: a store on every call is a write
-		// barrier while the GC runs, and a cache line written that every
-		// caller of c shares (BenchmarkCall's shortcut rows).
-		c.reached.Store(srv)
-	}
+	c.noteReached(srv)
 	if !srv.gate.enter() {
 		if srv.isDraining() {
 			return false, errShuttingDown

@@ -107,7 +107,7 @@ func (c *Client) fastStream(ctx context.Context, name string, in, out reflect.Ty
 		return false
 	}
 	defer srv.gate.leave()
-	c.reached.Store(srv)
+	c.noteReached(srv)
 	f := &fastEnd{s: newFastStream(ctx, c, e, m, direct, cdc), emit: emit}
 	// Deferred, so that a panic or Goexit of the caller's loop body, which
 	// goes on up through the handler, still ends the call.
