@@ -27,7 +27,7 @@ func testFrameWaiter(t *testing.T, e *env) {
 		// A WaitFrame waiting when the message comes.
 		got := make(chan error, 1)
 		go func() { got <- w.WaitFrame() }()
-		time.Sleep(20 * time.Millisecond)
+		blocks(t, got, "WaitFrame with no message sent")
 		require.NoError(t, s.Send(&transport.Message{Header: map[string]string{"n": "0"}, Body: []byte("zero")}))
 		select {
 		case err := <-got:
@@ -70,7 +70,7 @@ func testFrameWaiter(t *testing.T, e *env) {
 		c2 := x.pick(e.dial(x.l))
 		w2 := as[transport.FrameWaiter](t, c2, SocketFrameWaiter)
 		go func() { got <- w2.WaitFrame() }()
-		time.Sleep(20 * time.Millisecond)
+		blocks(t, got, "WaitFrame with no message sent")
 		require.NoError(t, c2.Close())
 		select {
 		case err := <-got:
@@ -80,4 +80,17 @@ func testFrameWaiter(t *testing.T, e *env) {
 		}
 		assert.ErrorIs(t, w2.WaitFrame(), transport.ErrClosed)
 	})
+}
+
+// blocks fails the test if what returns on got returns within 20 ms:
+// nothing it waits for has happened. Past that, it has most likely begun
+// to wait, so that what the test does next finds it waiting; if it has
+// not, the case still holds, and tests less.
+func blocks(t *testing.T, got <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-got:
+		t.Fatalf("%s returned (%v) before anything came", what, err)
+	case <-time.After(20 * time.Millisecond):
+	}
 }
