@@ -18,8 +18,9 @@ import (
 // waiting to be read, unless a request arrives meanwhile — and for that,
 // once the call has run for sweep.QuietAfter, the quiet sweep hands the
 // reading to another worker, so a slow call holds a second one up by that
-// much at most — by up to twice quietSlow, once, for a call of a method
-// known to be fast (inlinePace) that runs long after all.
+// much at most — by up to quietSlow for a call of a method known to be
+// fast (inlinePace) that runs long after all, which the sweep then finds,
+// and the method is not known to be fast after that.
 func (c *serverConn) lone() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -33,7 +34,7 @@ func (c *serverConn) runInline(call *serverCall) bool {
 	call.inline = true
 	pace := &call.meth.pace
 	urgent := !pace.known()
-	if c.reader.beginInline(start, urgent) {
+	if c.reader.beginInline(start, pace, urgent) {
 		c.srv.quiet.Add(c)
 	} else if urgent {
 		c.srv.quiet.Hurry()
@@ -54,8 +55,10 @@ func (c *serverConn) Hurried() bool { return c.reader.hurried() }
 // on one host that wake costs more than the calls (BenchmarkUnary's
 // zerodial-tcp-unix-proc row). The cost: a call of a method known to be
 // fast that runs long after all, on a connection that has more to read,
-// holds up what follows it by up to twice this, once — its method is not
-// known to be fast after that.
+// holds up what follows it by up to this (and QuietAfter) — until the
+// sweep hands the reading on from it, and its method is not known to be
+// fast after that, on any connection; calls of it that other connections
+// began before then are held up as long.
 const quietSlow = 100 * time.Millisecond
 
 // inlinePace is what a method's calls run inline tell of it: how many
@@ -91,7 +94,15 @@ func (p *inlinePace) ran(d int64) {
 		if n < knownFastAfter {
 			p.fastRuns.Add(1)
 		}
-	case d >= int64(sweep.QuietAfter) && n != 0:
+	case d >= int64(sweep.QuietAfter):
+		p.slow()
+	}
+}
+
+// slow records a call of the method that has run sweep.QuietAfter, or
+// longer: the method is not known to be fast.
+func (p *inlinePace) slow() {
+	if p.fastRuns.Load() != 0 {
 		p.fastRuns.Store(0)
 	}
 }

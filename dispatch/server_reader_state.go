@@ -62,6 +62,9 @@ type readerState struct {
 	// urgent says the call run inline is of a method not known to be
 	// fast (inlinePace): the sweep must look at it every QuietAfter.
 	urgent atomic.Bool
+	// pace is the inlinePace of the call run inline's method, which the
+	// sweep tells when it hands the reading on from that call.
+	pace atomic.Pointer[inlinePace]
 	// hold is the write of replies the reader holds back.
 	hold replyHold
 }
@@ -73,10 +76,12 @@ const (
 )
 
 // beginInline records that a call run inline began at start (positive),
-// urgent if its method is not known to be fast, and reports whether the
-// caller must Add the connection to the sweep.
-func (s *readerState) beginInline(start int64, urgent bool) (add bool) {
+// its method's pace, and whether it is urgent (its method is not known to
+// be fast), and reports whether the caller must Add the connection to the
+// sweep.
+func (s *readerState) beginInline(start int64, pace *inlinePace, urgent bool) (add bool) {
 	s.urgent.Store(urgent)
+	s.pace.Store(pace)
 	s.inline.Store(start)
 	return s.swept.CompareAndSwap(false, true)
 }
@@ -114,6 +119,14 @@ func (s *readerState) visit(now int64) (write, handOn, done bool) {
 		return write, false, false
 	}
 	handOn = start > 0 && s.inline.CompareAndSwap(start, handedOn)
+	if handOn {
+		// The call has run QuietAfter: its method is not known to be fast
+		// from now on, and the calls of it other connections begin are
+		// urgent, before this one has returned.
+		if p := s.pace.Load(); p != nil {
+			p.slow()
+		}
+	}
 	// Let go. A call that began meanwhile, or a hold, found swept still
 	// set and did not add the connection again: look once more after
 	// clearing it.

@@ -71,7 +71,7 @@ func TestReaderStateRace(t *testing.T) {
 			switch i % 5 {
 			case 0, 1, 2: // a call inline: quick, yielding once, or slow
 				start := clock.Add(1)
-				if s.beginInline(start, i%2 == 0) {
+				if s.beginInline(start, nil, i%2 == 0) {
 					add()
 				}
 				if i%5 == 1 {

@@ -223,29 +223,74 @@ func TestSynctestIdleTimeout(t *testing.T) {
 	}
 }
 
-// TestSynctestClientQuiet: a Client connection whose caller read its own
-// reply is read by no goroutine until it has been quiet for 100 ms
-// (clientQuietAfter): the quiet sweep then gives its watcher the reading
-// back, which sees the end the server made of it meanwhile — at exactly
-// 100 ms after the call in the bubble's time. A sweep ticking every
-// millisecond, as the Server's does, cost more than the call between two
-// processes on one host (BenchmarkUnary's zerodial-tcp-unix-proc).
+// TestSynctestClientQuiet: a Client connection whose calls come one after
+// another is read by no goroutine once its last caller has read its reply,
+// until it has been quiet for 100 ms (clientQuietAfter): the quiet sweep
+// then gives its watcher the reading back, which sees the end the server
+// made of it meanwhile — at exactly 100 ms after the last call, in the
+// bubble's time. A connection used seldom (one call, after a quiet of that
+// long) is read by its watcher at once, and sees its end when it comes.
+// A sweep ticking every millisecond, as the Server's does, cost more than
+// the call between two processes on one host (BenchmarkUnary's
+// zerodial-tcp-unix-proc).
 func TestSynctestClientQuiet(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tr := memory.New()
-		_, addr := bubbleServer(t, tr, dispatch.WithIdleTimeout(8*time.Millisecond))
-		recs := &conntest.Records{}
-		c, err := dispatch.Dial(context.Background(), tr, addr, dispatch.WithLogger(slog.New(recs)))
-		require.NoError(t, err)
-		defer c.Close()
-		var sum int
-		require.NoError(t, c.Call(context.Background(), "Arith.Add", Args{1, 2}, &sum))
-		start := time.Now()
-		time.Sleep(time.Second)
-		at := loggedAt(recs, "dispatch: connection failed")
-		require.Len(t, at, 1, "the Client saw its connection end")
-		assert.Equal(t, 100*time.Millisecond, at[0].Sub(start), "seen after")
-	})
+	for _, calls := range []int{1, 3} {
+		t.Run(fmt.Sprint("calls=", calls), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := memory.New()
+				const idle = 8 * time.Millisecond
+				_, addr := bubbleServer(t, tr, dispatch.WithIdleTimeout(idle))
+				recs := &conntest.Records{}
+				c, err := dispatch.Dial(context.Background(), tr, addr, dispatch.WithLogger(slog.New(recs)))
+				require.NoError(t, err)
+				defer c.Close()
+				for range calls {
+					var sum int
+					require.NoError(t, c.Call(context.Background(), "Arith.Add", Args{1, 2}, &sum))
+				}
+				start := time.Now()
+				time.Sleep(time.Second)
+				at := loggedAt(recs, "dispatch: connection failed")
+				require.Len(t, at, 1, "the Client saw its connection end")
+				want := 100 * time.Millisecond
+				if calls == 1 {
+					want = idle * 9 / 8 // the server's close, seen when it came
+				}
+				assert.Equal(t, want, at[0].Sub(start), "seen after")
+			})
+		})
+	}
+}
+
+// TestSynctestShutdownAfterCalls: a graceful Shutdown waits for each
+// connection's acknowledgement of its Drain notice. A Client that made one
+// call after a quiet reads the notice at once, and Shutdown returns at
+// once; one whose calls came one after another reads it once its quiet
+// sweep gives the reading back, within twice clientQuietAfter.
+func TestSynctestShutdownAfterCalls(t *testing.T) {
+	for _, calls := range []int{1, 3} {
+		t.Run(fmt.Sprint("calls=", calls), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := memory.New()
+				srv, addr := bubbleServer(t, tr)
+				c, err := dispatch.Dial(context.Background(), tr, addr)
+				require.NoError(t, err)
+				defer c.Close()
+				for range calls {
+					var sum int
+					require.NoError(t, c.Call(context.Background(), "Arith.Add", Args{1, 2}, &sum))
+				}
+				start := time.Now()
+				require.NoError(t, srv.Shutdown(context.Background()))
+				took := time.Since(start)
+				if calls == 1 {
+					assert.Zero(t, took, "Shutdown after one call")
+				} else {
+					assert.LessOrEqual(t, took, 200*time.Millisecond, "Shutdown after calls in a row")
+				}
+			})
+		})
+	}
 }
 
 // TestSynctestInlinePace: over memory, a call that comes alone runs on
@@ -253,48 +298,64 @@ func TestSynctestClientQuiet(t *testing.T) {
 // the quiet sweep hands the reading on: within 2 ms (QuietAfter, one tick)
 // for a method not known to be fast; for one whose last 16 calls ran
 // short, at the sweep's slow pace (quietSlow, 100 ms: between 2 and
-// 200 ms), after which the long call has made it unknown again, and the
-// next is handed on within 2 ms.
+// 101 ms). The hand-on makes the method unknown again at once: a call of
+// it that another connection begins while the long one still runs is
+// handed on within 2 ms, and so is the next once it has returned.
 func TestSynctestInlinePace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := memory.New()
 		_, addr := bubbleServer(t, tr)
 		ctx := context.Background()
-		c, err := dispatch.Dial(ctx, tr, addr)
-		require.NoError(t, err)
-		defer c.Close()
-		sleep := func(d time.Duration) error {
+		dial := func() *dispatch.Client {
+			c, err := dispatch.Dial(ctx, tr, addr)
+			require.NoError(t, err)
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		c, other := dial(), dial()
+		sleep := func(c *dispatch.Client, d time.Duration) error {
 			var slept time.Duration
 			return c.Call(ctx, "Clock.Sleep", &sleepArgs{D: d}, &slept)
 		}
-		// behind runs a Sleep of a second, and returns how long a call
-		// sent while it runs waits for its reply.
-		behind := func() time.Duration {
+		// behind begins a Sleep of a second on c's connection, and
+		// returns how long a call sent while it runs waits for its reply,
+		// and a channel that says when the Sleep has returned.
+		behind := func(c *dispatch.Client) (time.Duration, <-chan error) {
 			done := make(chan error, 1)
-			go func() { done <- sleep(time.Second) }()
+			go func() { done <- sleep(c, time.Second) }()
 			synctest.Wait() // the Sleep runs, on the goroutine that read it
 			start := time.Now()
 			var sum int
 			require.NoError(t, c.Call(ctx, "Arith.Add", Args{1, 2}, &sum))
-			waited := time.Since(start)
+			return time.Since(start), done
+		}
+		// ended waits for a Sleep begun by behind to return.
+		ended := func(done <-chan error) {
 			require.NoError(t, <-done)
 			synctest.Wait() // the Sleep's end recorded, as its reply went first
-			return waited
 		}
 
-		assert.LessOrEqual(t, behind(), 2*time.Millisecond, "behind a method never run")
+		waited, done := behind(c)
+		assert.LessOrEqual(t, waited, 2*time.Millisecond, "behind a method never run")
+		ended(done)
 		for range 16 {
-			require.NoError(t, sleep(0))
+			require.NoError(t, sleep(c, 0))
 		}
 		// The sweep ticks every QuietAfter while it watches a call of a
 		// method not yet known to be fast (these sleeps), and hands on
 		// any call it finds a QuietAfter old then: let it see them done,
 		// and stop.
 		time.Sleep(5 * time.Millisecond)
-		waited := behind()
+		waited, done = behind(c)
 		assert.Greater(t, waited, 2*time.Millisecond, "behind a method known to be fast")
-		assert.LessOrEqual(t, waited, 200*time.Millisecond, "behind a method known to be fast")
-		assert.LessOrEqual(t, behind(), 2*time.Millisecond, "behind a method that ran long last")
+		assert.LessOrEqual(t, waited, 101*time.Millisecond, "behind a method known to be fast")
+		waited, doneOther := behind(other)
+		assert.LessOrEqual(t, waited, 2*time.Millisecond, "behind a method handed on from, on another connection")
+		ended(done)
+		ended(doneOther)
+		waited, done = behind(c)
+		assert.LessOrEqual(t, waited, 2*time.Millisecond, "behind a method that ran long last")
+		ended(done)
 	})
 }
 

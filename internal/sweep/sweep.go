@@ -1,13 +1,15 @@
 // Package sweep is the quiet sweep: one goroutine per Group, ticking every
-// QuietAfter while the Group has items, that visits each item on every
-// tick until the item says it is done with.
+// period (Every, QuietAfter by default; Slow while no item is hurried)
+// while the Group has items, that visits each item on every tick until the
+// item says it is done with.
 //
 // dispatch uses it for what must happen once a connection has been quiet
-// for QuietAfter: a client connection that has had no reader for that
-// long is given one back, to see what the server sends unasked (a Drain
-// notice, the end of the connection), and a server connection whose call
-// has run that long on the goroutine that read it has the reading handed
-// on. One ticker for all the connections of a Client, and one for those
+// for a while: a client connection that has had no reader for 100 ms is
+// given one back, to see what the server sends unasked (a Drain notice,
+// the end of the connection), and a server connection whose call has run
+// QuietAfter on the goroutine that read it has the reading handed on — at
+// the next tick, every QuietAfter while a call of a method not known to be
+// fast runs so, every Slow otherwise. One ticker for all the connections of a Client, and one for those
 // of a Server, rather than a timer per connection set and stopped on every
 // call: an item costs nothing while it is not added, and adding costs a
 // lock only when the item is not held already (the items keep that flag
@@ -164,7 +166,7 @@ func (g *Group) Period() time.Duration {
 }
 
 // run ticks while there are items, and returns once there are none; it
-// looks at its pace after each tick and each wake.
+// looks at its pace after each tick, and ticks every Every after a wake.
 func (g *Group) run(wake chan struct{}) {
 	period := g.pace()
 	t := time.NewTicker(period)
@@ -178,6 +180,7 @@ func (g *Group) run(wake chan struct{}) {
 			return
 		}
 		g.mu.Unlock()
+		p := g.Period()
 		select {
 		case <-t.C:
 			now := time.Now().UnixNano()
@@ -188,9 +191,16 @@ func (g *Group) run(wake chan struct{}) {
 				}
 			}
 			g.mu.Unlock()
+			p = g.pace()
 		case <-wake:
+			// Added or hurried: every Every until a tick finds none
+			// hurried. Slowing only at a tick, never at a wake, keeps a
+			// run of short hurries (a reply's write held, then written)
+			// from waking the goroutine for each, and a wake from
+			// putting off a tick that was due.
+			g.slow.Store(false)
 		}
-		if p := g.pace(); p != period {
+		if p != period {
 			period = p
 			t.Reset(p)
 		}
