@@ -76,7 +76,7 @@ var brokens = []broken{
 		},
 	},
 	{
-		name: "WaitFrameDoesNotWait", kase: "FrameWaiter", want: "An error is expected but got nil",
+		name: "WaitFrameDoesNotWait", kase: "FrameWaiter", want: "WaitFrame with no message sent returned",
 		has: tcpHas, addr: "127.0.0.1:0",
 		mk: func(*testing.T) transport.Transport {
 			return tcpSockets(func(s fullSocket) transport.Socket { return impatient{s} })
