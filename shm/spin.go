@@ -20,9 +20,9 @@ const (
 
 // spinBudget is how long an end spins before it sleeps, learned from its
 // own waits, as an adaptive mutex learns how long to spin: a wait that
-// slept and was woken sooner than maxSpin after it began would have been
-// caught by a longer spin, and doubles the budget; one that slept longer
-// found the peer idle, and halves it. A wait caught by spinning leaves it
+// slept and was woken sooner than maxSpin after its spin ended would have
+// been caught by a longer spin, and doubles the budget (at maxSpin, keeps
+// it); one that slept longer found the peer idle, and halves it. A wait caught by spinning leaves it
 // as it is. So an end of a connection in steady use spins long enough not
 // to sleep, and one of a connection gone idle spins minSpin again after a
 // few sleeps: the CPU a connection going idle costs is bounded by maxSpin
@@ -45,7 +45,7 @@ func (b *spinBudget) get() time.Duration {
 // included.
 func (b *spinBudget) slept(waited time.Duration) {
 	d := b.get()
-	if waited < maxSpin {
+	if waited-d < maxSpin { // the sleep, past the spin
 		d *= 2
 	} else {
 		d /= 2

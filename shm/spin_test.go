@@ -53,9 +53,9 @@ func TestSpinsBeforeSleeping(t *testing.T) {
 	}
 }
 
-// TestSpinBudget: a wait woken sooner than maxSpin after it began doubles
-// the budget, up to maxSpin; one that slept longer halves it, down to
-// minSpin.
+// TestSpinBudget: a wait woken sooner than maxSpin after its spin ended
+// doubles the budget, up to maxSpin, where it stays; one that slept longer
+// halves it, down to minSpin.
 func TestSpinBudget(t *testing.T) {
 	var b spinBudget
 	if got := b.get(); got != minSpin {
@@ -63,18 +63,22 @@ func TestSpinBudget(t *testing.T) {
 	}
 	want := minSpin
 	for range 8 {
-		b.slept(minSpin + time.Microsecond)
+		b.slept(b.get() + time.Microsecond)
 		want = min(2*want, maxSpin)
 		if got := b.get(); got != want {
 			t.Fatalf("after a short sleep: %v, want %v", got, want)
 		}
+	}
+	b.slept(maxSpin + maxSpin/2) // spun 200 µs, then slept 100
+	if got := b.get(); got != maxSpin {
+		t.Fatalf("a short sleep at maxSpin: %v, want it kept at %v", got, maxSpin)
 	}
 	b.slept(time.Second)
 	if got := b.get(); got != maxSpin/2 {
 		t.Fatalf("after a long sleep: %v, want %v", got, maxSpin/2)
 	}
 	for range 8 {
-		b.slept(maxSpin)
+		b.slept(time.Second)
 	}
 	if got := b.get(); got != minSpin {
 		t.Fatalf("after long sleeps: %v, want %v", got, minSpin)
