@@ -12,6 +12,24 @@ import (
 	"github.com/zerodial/transport/internal/sweep"
 )
 
+// clientQuietAfter is how long a client connection whose calls come one
+// after another stays read by no goroutine once its last caller has read
+// its reply, before the quiet sweep gives the watcher the reading back:
+// the period of a Client's sweep (newClientSweep). Only what the server
+// sends unasked waits on it — a Drain notice, which a graceful Shutdown
+// waits for (a second at most: DrainAckTimeout), and the connection's end
+// — so it is long: a sweep that ticks every millisecond wakes a goroutine
+// as often, and while calls flow between two processes on one host that
+// wake cost more than the calls (BenchmarkUnary's zerodial-tcp-unix-proc
+// row, one set of interleaved runs: 61 µs a call with a 1 ms tick at both
+// ends, 46 µs with this one at the Client's end alone; 10 and 20 ms cost
+// 10 to 16% more than this). A connection used seldom is read at once
+// (leaveIdle).
+const clientQuietAfter = 100 * time.Millisecond
+
+// newClientSweep returns the quiet sweep of a Client's connections.
+func newClientSweep() *sweep.Group { return &sweep.Group{Every: clientQuietAfter} }
+
 // readRole decides who reads a client connection's socket: its watcher
 // goroutine (readLoop), or the caller whose reply is due.
 //
@@ -27,23 +45,6 @@ import (
 // connection). Only over a transport.FrameWaiter, whose wait a caller's
 // context can end between messages. It serves BenchmarkUnary's network
 // rows.
-// clientQuietAfter is how long a client connection whose calls come one
-// after another stays read by no goroutine once its last caller has read
-// its reply, before the quiet sweep gives the watcher the reading back:
-// the period of a Client's sweep (newClientSweep). Only what the server
-// sends unasked waits on it — a Drain notice, which a graceful Shutdown
-// waits for (a second at most: DrainAckTimeout), and the connection's end
-// — so it is long: a sweep that ticks every millisecond wakes a goroutine
-// as often, and while calls flow between two processes on one host that
-// wake cost more than the calls (BenchmarkUnary's zerodial-tcp-unix-proc
-// row: 61 µs a call with a 1 ms tick at both ends, 46 µs with this one at
-// the Client's end alone; 10 and 20 ms cost 10 to 16% more than this).
-// A connection used seldom is read at once (leaveIdle).
-const clientQuietAfter = 100 * time.Millisecond
-
-// newClientSweep returns the quiet sweep of a Client's connections.
-func newClientSweep() *sweep.Group { return &sweep.Group{Every: clientQuietAfter} }
-
 type readRole struct {
 	mu     sync.Mutex
 	cond   sync.Cond // signalled when the watcher may read, or must go
@@ -52,7 +53,10 @@ type readRole struct {
 	// waiting says a caller reading is waiting for a message to begin,
 	// where its context may interrupt it; interrupted, that it did.
 	waiting, interrupted bool
-	lastUse              int64 // when a caller last read (UnixNano)
+	// lastUse is when the connection last went idle, its last caller
+	// done reading or its watcher parked (UnixNano; 0 before its first
+	// use, which leaveIdle takes for a long quiet).
+	lastUse int64
 	// swept says the quiet sweep holds the connection, so that parking
 	// it again costs no visit to the sweep's lock.
 	swept bool

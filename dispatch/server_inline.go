@@ -18,8 +18,8 @@ import (
 // waiting to be read, unless a request arrives meanwhile — and for that,
 // once the call has run for sweep.QuietAfter, the quiet sweep hands the
 // reading to another worker, so a slow call holds a second one up by that
-// much at most — by up to quietSlow for a call of a method known to be
-// fast (inlinePace) that runs long after all, which the sweep then finds,
+// much at most — by up to quietSlow plus QuietAfter for a call of a
+// method known to be fast (inlinePace) that runs long after all, which the sweep then finds,
 // and the method is not known to be fast after that.
 func (c *serverConn) lone() bool {
 	c.mu.Lock()
@@ -62,7 +62,8 @@ func (c *serverConn) Hurried() bool { return c.reader.hurried() }
 const quietSlow = 100 * time.Millisecond
 
 // inlinePace is what a method's calls run inline tell of it: how many
-// ran shorter than fastRun, up to knownFastAfter, since one ran for
+// ran shorter than fastRun, counted up to knownFastAfter (a few past it
+// when calls end at once: known only asks for as many), since one ran for
 // sweep.QuietAfter or longer. A method with knownFastAfter such calls is
 // known to be fast, and its calls run inline are watched at the quiet
 // sweep's slow pace; a call that runs as long as the sweep would have

@@ -11,14 +11,19 @@ import (
 // reader runs on its own goroutine (runInline), the write of replies it
 // holds back (hold, a replyHold), and whether the sweep watches the
 // connection (swept). The reader sets the first two; the sweep acts on
-// each once it is sweep.QuietAfter old, handing the reading on to another
-// worker or writing what is held; swept has the sweep watch the
-// connection whenever either is set, at the cost of the sweep's lock only
-// when it does not watch it already.
+// each at its first tick once it is sweep.QuietAfter old, handing the
+// reading on to another worker or writing what is held; swept has the
+// sweep watch the connection whenever either is set, at the cost of the
+// sweep's lock only when it does not watch it already. With the call
+// inline the reader records its method's inlinePace (pace) and whether
+// that method is not known to be fast (urgent): the connection is hurried
+// (sweep.Hurrier) while an urgent call runs inline or a write is held,
+// and the sweep then ticks every QuietAfter; otherwise it may tick only
+// every quietSlow, and its tick comes that much later.
 //
 // inline, the call run inline:
 //
-//	                   beginInline(start)
+//	           beginInline(start, pace, urgent)
 //	none or handedOn ──────────────────────▶ running since start
 //	  ▲        ▲                                 │     │
 //	  │        └── visit, start QuietAfter old ──┘     │
@@ -50,7 +55,9 @@ import (
 // Who moves it: beginInline, endInline and holdWrite, the reading
 // goroutine (one at a time: the reading passes from one to the next);
 // hold.take, any goroutine that has read, including one whose reading was
-// handed on; visit, the sweep, under its lock (serverConn.Sweep).
+// handed on; visit, the sweep, under its lock (serverConn.Sweep), which
+// also tells the method's pace, when it hands the reading on from its
+// call, that the method is not known to be fast.
 // TestReaderStateRace races them.
 type readerState struct {
 	// inline is when the call running on the reading goroutine began

@@ -228,11 +228,11 @@ func TestSynctestIdleTimeout(t *testing.T) {
 // until it has been quiet for 100 ms (clientQuietAfter): the quiet sweep
 // then gives its watcher the reading back, which sees the end the server
 // made of it meanwhile — at exactly 100 ms after the last call, in the
-// bubble's time. A connection used seldom (one call, after a quiet of that
-// long) is read by its watcher at once, and sees its end when it comes.
-// A sweep ticking every millisecond, as the Server's does, cost more than
-// the call between two processes on one host (BenchmarkUnary's
-// zerodial-tcp-unix-proc).
+// bubble's time. A connection used seldom (here its first call) is read
+// by its watcher at once, and sees its end when it comes. A sweep ticking
+// every millisecond, as the Server's does while a connection is hurried,
+// cost more than the call between two processes on one host
+// (BenchmarkUnary's zerodial-tcp-unix-proc).
 func TestSynctestClientQuiet(t *testing.T) {
 	for _, calls := range []int{1, 3} {
 		t.Run(fmt.Sprint("calls=", calls), func(t *testing.T) {
@@ -263,30 +263,47 @@ func TestSynctestClientQuiet(t *testing.T) {
 }
 
 // TestSynctestShutdownAfterCalls: a graceful Shutdown waits for each
-// connection's acknowledgement of its Drain notice. A Client that made one
-// call after a quiet reads the notice at once, and Shutdown returns at
-// once; one whose calls came one after another reads it once its quiet
-// sweep gives the reading back, within twice clientQuietAfter.
+// connection's acknowledgement of its Drain notice. A Client whose last
+// call came after a quiet of clientQuietAfter (its first, or one after a
+// pause) reads the notice at once, and Shutdown returns at once; one whose
+// calls came one after another reads it once its quiet sweep gives the
+// reading back, within twice clientQuietAfter.
 func TestSynctestShutdownAfterCalls(t *testing.T) {
-	for _, calls := range []int{1, 3} {
-		t.Run(fmt.Sprint("calls=", calls), func(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		calls  int           // calls in a row
+		then   time.Duration // a pause, then one more call, if set
+		atOnce bool
+	}{
+		{"one call", 1, 0, true},
+		{"calls in a row", 3, 0, false},
+		{"calls in a row, a pause, one call", 3, 150 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr := memory.New()
 				srv, addr := bubbleServer(t, tr)
 				c, err := dispatch.Dial(context.Background(), tr, addr)
 				require.NoError(t, err)
 				defer c.Close()
-				for range calls {
+				call := func() {
 					var sum int
 					require.NoError(t, c.Call(context.Background(), "Arith.Add", Args{1, 2}, &sum))
+				}
+				for range tc.calls {
+					call()
+				}
+				if tc.then > 0 {
+					time.Sleep(tc.then)
+					call()
 				}
 				start := time.Now()
 				require.NoError(t, srv.Shutdown(context.Background()))
 				took := time.Since(start)
-				if calls == 1 {
-					assert.Zero(t, took, "Shutdown after one call")
+				if tc.atOnce {
+					assert.Zero(t, took, "Shutdown")
 				} else {
-					assert.LessOrEqual(t, took, 200*time.Millisecond, "Shutdown after calls in a row")
+					assert.LessOrEqual(t, took, 200*time.Millisecond, "Shutdown")
 				}
 			})
 		})
@@ -296,9 +313,9 @@ func TestSynctestShutdownAfterCalls(t *testing.T) {
 // TestSynctestInlinePace: over memory, a call that comes alone runs on
 // the goroutine that read it, and a request sent behind it is read once
 // the quiet sweep hands the reading on: within 2 ms (QuietAfter, one tick)
-// for a method not known to be fast; for one whose last 16 calls ran
-// short, at the sweep's slow pace (quietSlow, 100 ms: between 2 and
-// 101 ms). The hand-on makes the method unknown again at once: a call of
+// for a method not known to be fast; for one known to be fast (16 short
+// calls since the last long one), at the sweep's slow pace (quietSlow,
+// 100 ms: between 2 and 101 ms). The hand-on makes the method unknown again at once: a call of
 // it that another connection begins while the long one still runs is
 // handed on within 2 ms, and so is the next once it has returned.
 func TestSynctestInlinePace(t *testing.T) {
@@ -344,7 +361,10 @@ func TestSynctestInlinePace(t *testing.T) {
 		// The sweep ticks every QuietAfter while it watches a call of a
 		// method not yet known to be fast (these sleeps), and hands on
 		// any call it finds a QuietAfter old then: let it see them done,
-		// and stop.
+		// and stop, so that the known-fast Sleep below restarts it at
+		// its slow pace. (A sweep that went on ticking, at its slow pace,
+		// could find that Sleep a QuietAfter old at any tick: the bound
+		// holds, the lower one asserted below would not.)
 		time.Sleep(5 * time.Millisecond)
 		waited, done = behind(c)
 		assert.Greater(t, waited, 2*time.Millisecond, "behind a method known to be fast")
