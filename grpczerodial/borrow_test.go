@@ -85,7 +85,7 @@ func TestDirectCopiesWithoutBorrows(t *testing.T) {
 		got <- req
 		return kept, nil
 	}}
-	e := start(t, paths[len(paths)-1], setup{register: registering(h)})
+	e := start(t, pathNamed(t, "shortcut-direct"), setup{register: registering(h)})
 	req := &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("abc")}}
 	reply, err := testpb.NewTestServiceClient(e.cc).UnaryCall(context.Background(), req)
 	require.NoError(t, err)
@@ -133,7 +133,7 @@ func TestBorrowsAllocs(t *testing.T) {
 	h := &hooked{unary: func(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
 		return reply, nil
 	}}
-	e := start(t, paths[len(paths)-1], setup{register: borrowing(h)})
+	e := start(t, pathNamed(t, "shortcut-direct"), setup{register: borrowing(h)})
 	tc := testpb.NewTestServiceClient(e.cc)
 	req := &testpb.SimpleRequest{Payload: &testpb.Payload{Body: make([]byte, 64<<10)}}
 	ctx := context.Background()

@@ -200,6 +200,16 @@ func (cs *clientStream) finish(end error) {
 		// (ctx ended, a message could not be decoded) the end may still
 		// be arriving, and its metadata is not read.
 		h, t = fromDispatchMD(cs.rmd)
+		if cs.headerSet && len(h) > 0 {
+			// The header came before the end, in its own frame: what
+			// else the end carries is a trailer, as metadata set once a
+			// gRPC stream's header has gone is. A dispatch interceptor's
+			// reply metadata shows here, and so does the handler's
+			// trailer over HTTP, whose trailers a stream's end reads as
+			// plain keys (httpzerodial).
+			t = metadata.Join(t, h)
+			h = nil
+		}
 	}
 	if !cs.headerSet && len(h) == 0 && end != io.EOF {
 		// The handler failed before sending anything: no header at

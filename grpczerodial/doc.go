@@ -3,7 +3,8 @@
 // service on a dispatch.Server unchanged — pb.RegisterFooServer(reg, impl)
 // — and a ClientConn (a grpc.ClientConnInterface) lets a generated client
 // — pb.NewFooClient(cc) — call it through a dispatch.Client, over any path:
-// the in-process shortcut (copy or direct), memory, tcp, mux.
+// the in-process shortcut (copy or direct), memory, tcp, mux, and HTTP
+// (a Client of httpzerodial.Dial).
 //
 // Over HTTP too: httpzerodial's Handler serves the same Server's methods,
 // in Protobuf (their bodies are raw, httpzerodial.RawBodies), at gRPC's own
@@ -12,7 +13,15 @@
 // client calls in process — a gateway's shape. Headers and trailers,
 // binary metadata, deadlines and a status with its details cross as gRPC
 // says; several values of one request header reach the handler as one,
-// joined by ", ", as HTTP folds them.
+// joined by ", ", as HTTP folds them. And the other way: a ClientConn over
+// a Client of httpzerodial.Dial calls those methods over HTTP (Connect,
+// gRPC or gRPC-Web), with gRPC's interop cases passing as on every other
+// path, but for what HTTP itself merges: a failed call's header and
+// trailer cross as one set (connect-go merges an error's headers and
+// trailers, and a gRPC response with no message is trailers-only), which
+// the ClientConn gives as its header; and a stream's Send of a message
+// over the Handler's read limit ends the stream, whose end says
+// ResourceExhausted, where the other paths refuse the message alone.
 //
 // Each method of a service "pkg.Service" is the Server's method
 // "pkg.Service.Method", so it takes the Server's router, interceptor

@@ -2,6 +2,8 @@ package grpczerodial_test
 
 import (
 	"context"
+	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,18 +15,22 @@ import (
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
 	"github.com/zerodial/transport/grpczerodial"
+	"github.com/zerodial/transport/httpzerodial"
 	"github.com/zerodial/transport/memory"
 	"github.com/zerodial/transport/mux"
 	"github.com/zerodial/transport/tcp"
 )
 
 // path is one way a call goes: a transport, the address to listen on, and
-// the Client's shortcut mode (none: the network).
+// the Client's shortcut mode (none: the network); or HTTP, when http is
+// not nil: the Server behind httpzerodial's Handler (h2c), the Client
+// httpzerodial.Dial's with those options.
 type path struct {
 	name     string
 	tr       func() transport.Transport
 	addr     string
 	shortcut *dispatch.ShortcutMode
+	http     []httpzerodial.ClientOption
 }
 
 var (
@@ -33,12 +39,38 @@ var (
 )
 
 var paths = []path{
-	{"memory", func() transport.Transport { return memory.New() }, "", nil},
-	{"tcp", func() transport.Transport { return tcp.New() }, "127.0.0.1:0", nil},
-	{"mux", func() transport.Transport { return mux.New() }, "127.0.0.1:0", nil},
-	{"shortcut-copy", func() transport.Transport { return memory.New() }, "", &copyMode},
-	{"shortcut-direct", func() transport.Transport { return memory.New() }, "", &directMode},
+	{"memory", func() transport.Transport { return memory.New() }, "", nil, nil},
+	{"tcp", func() transport.Transport { return tcp.New() }, "127.0.0.1:0", nil, nil},
+	{"mux", func() transport.Transport { return mux.New() }, "127.0.0.1:0", nil, nil},
+	{"shortcut-copy", func() transport.Transport { return memory.New() }, "", &copyMode, nil},
+	{"shortcut-direct", func() transport.Transport { return memory.New() }, "", &directMode, nil},
+	{name: "http-connect", http: []httpzerodial.ClientOption{}},
+	{name: "http-grpc", http: []httpzerodial.ClientOption{httpzerodial.WithGRPC()}},
+	{name: "http-grpcweb", http: []httpzerodial.ClientOption{httpzerodial.WithGRPCWeb()}},
 }
+
+// pathNamed is the path of that name.
+func pathNamed(t testing.TB, name string) path {
+	for _, p := range paths {
+		if p.name == name {
+			return p
+		}
+	}
+	t.Fatalf("no path %q", name)
+	return path{}
+}
+
+// overHTTP reports whether p is one of HTTP's, whose differences the tests
+// declare where they show:
+//   - a failed call's header and trailer cross as one set (connect-go
+//     merges an error's headers and trailers; a gRPC response with no
+//     message is trailers-only): the ClientConn gives them all as its
+//     header;
+//   - a stream's trailers are its end's reply metadata, read as plain
+//     keys (httpzerodial.Dial): a dispatch caller reads a gRPC trailer's
+//     "key#t" as "key". The ClientConn, whose header has come in a frame
+//     of its own by then, takes them for the trailer they are.
+func (p path) overHTTP() bool { return p.http != nil }
 
 // wantPath is the dispatch.Path a handler sees on p.
 func (p path) want() dispatch.Path {
@@ -47,6 +79,9 @@ func (p path) want() dispatch.Path {
 		return dispatch.PathShortcutCopy
 	case "shortcut-direct":
 		return dispatch.PathShortcutDirect
+	}
+	if p.http != nil {
+		return dispatch.PathHTTP
 	}
 	return dispatch.Path(p.name)
 }
@@ -87,6 +122,9 @@ func start(t testing.TB, p path, s setup) *env {
 		testpb.RegisterTestServiceServer(reg, interop.NewTestServer())
 		healthpb.RegisterHealthServer(reg, health.NewServer())
 	}
+	if p.http != nil {
+		return startHTTP(t, p, s, srv, reg)
+	}
 	tr := p.tr()
 	l, err := tr.Listen(p.addr)
 	require.NoError(t, err)
@@ -105,6 +143,24 @@ func start(t testing.TB, p path, s setup) *env {
 		}
 	})
 	return &env{srv: srv, reg: reg, c: c, cc: grpczerodial.NewClientConn(c, s.ccOpts...), addr: l.Addr().String()}
+}
+
+// startHTTP serves srv through httpzerodial's Handler, over HTTP/1.1 and
+// h2c, and dials it with httpzerodial.Dial.
+func startHTTP(t testing.TB, p path, s setup, srv *dispatch.Server, reg *grpczerodial.Registrar) *env {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(httpzerodial.NewHandler(srv))
+	ts.Config.Protocols = httpzerodial.Protocols()
+	ts.Start()
+	opts := append(slices.Clip(p.http), httpzerodial.WithDispatchOptions(s.cOpts...))
+	c, err := httpzerodial.Dial(context.Background(), ts.URL, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c.Close()
+		ts.Close()
+		srv.Close()
+	})
+	return &env{srv: srv, reg: reg, c: c, cc: grpczerodial.NewClientConn(c, s.ccOpts...), addr: ts.URL}
 }
 
 // forEachPath runs f as a subtest on every path.

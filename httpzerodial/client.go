@@ -109,7 +109,11 @@ func WithDispatchOptions(opts ...dispatch.ClientOption) ClientOption {
 // dispatch.PathHTTP and whose RemoteAddr is the base URL; metadata
 // (dispatch.WithMetadata) as request headers, and reply metadata
 // (dispatch.CaptureReplyMetadata) from the response's headers and
-// trailers; the caller's deadline (Connect-Timeout-Ms, grpc-timeout); the
+// trailers, read back into the keys the Handler wrote them from: a
+// header's further values as "key#1", "key#2", ..., and a unary reply's
+// trailers as "key#t", "key#t1", ... (a stream's trailers are its end's
+// plain keys), so that grpczerodial's headers and trailers cross as they
+// do on every path; the caller's deadline (Connect-Timeout-Ms, grpc-timeout); the
 // end of the caller's context, which ends the request; codes and details
 // of errors (DispatchCode, DetailTypeURLPrefix); compression
 // (WithClientConnectOptions). What cannot is refused with an error naming
@@ -327,7 +331,7 @@ func (c *httpConn) answer(res *connect.Response[incoming], err error) ([]byte, d
 		}
 		return nil, errorMetadata(err), fromConnect(err)
 	}
-	return res.Msg.data, replyMetadata(res.Header(), nil), nil
+	return res.Msg.data, replyMetadata(res.Header(), res.Trailer(), true), nil
 }
 
 // setTimeout sets the timeout header of the protocol to timeout, rounded
@@ -378,13 +382,23 @@ func (c *httpConn) Close() {
 var responseHeaders = map[string]bool{"date": true, "server": true, "vary": true, "alt-svc": true, "via": true}
 
 // replyMetadata returns the reply metadata of a response's headers and
-// trailers: each header that is neither the protocol's nor HTTP's, its
-// name in lower case, its values joined by ", "; nil when there is none.
-// Most responses carry none, so a header is known for the protocol's or
-// HTTP's without a copy of its name in lower case.
-func replyMetadata(h, trailer http.Header) dispatch.Metadata {
+// trailers, the inverse of the Handler's setMetadata: each header that is
+// neither the protocol's nor HTTP's, its name in lower case, its first
+// value under the name and each further one under "name#1", "name#2",
+// ...; nil when there is none. trailerKeys says where the trailers go:
+// under "name#t", "name#t1", ... (a unary reply's, whose trailers hold only
+// a handler's trailer entries, as grpczerodial carries gRPC's), or as
+// headers (a stream's end, whose trailers hold all the reply metadata the
+// handler set once it was ready). Most responses carry none, so a header
+// is known for the protocol's or HTTP's without a copy of its name in
+// lower case.
+func replyMetadata(h, trailer http.Header, trailerKeys bool) dispatch.Metadata {
 	var md dispatch.Metadata
-	for _, hh := range [2]http.Header{h, trailer} {
+	for i, hh := range [2]http.Header{h, trailer} {
+		suffix := "#"
+		if i == 1 && trailerKeys {
+			suffix = "#t"
+		}
 		for k, vs := range hh {
 			if notMetadata(k) {
 				continue
@@ -396,7 +410,16 @@ func replyMetadata(h, trailer http.Header) dispatch.Metadata {
 			if md == nil {
 				md = make(dispatch.Metadata)
 			}
-			md[name] = metadataValue(name, strings.Join(vs, ", "))
+			for j, v := range vs {
+				key := name
+				switch {
+				case j == 0 && suffix == "#t":
+					key = name + suffix
+				case j > 0:
+					key = name + suffix + strconv.Itoa(j)
+				}
+				md[key] = metadataValue(name, v)
+			}
 		}
 	}
 	return md
@@ -436,5 +459,5 @@ func errorMetadata(err error) dispatch.Metadata {
 	if !errors.As(err, &ce) || !connect.IsWireError(err) {
 		return nil
 	}
-	return replyMetadata(ce.Meta(), nil)
+	return replyMetadata(ce.Meta(), nil, false)
 }

@@ -223,7 +223,7 @@ func (s *httpStream) receive(conn connect.StreamingClientConn, in *incoming) ([]
 	}
 	var md dispatch.Metadata
 	if errors.Is(err, io.EOF) {
-		md = replyMetadata(conn.ResponseHeader(), conn.ResponseTrailer())
+		md = replyMetadata(conn.ResponseHeader(), conn.ResponseTrailer(), false)
 		err = io.EOF
 	} else {
 		md = errorMetadata(err)

@@ -431,3 +431,43 @@ func TestClientCloseEndsCalls(t *testing.T) {
 		})
 	}
 }
+
+// Reply metadata in the form grpczerodial writes gRPC's headers and
+// trailers ("key#1" a further value, "key#t" a trailer's entry) crosses a
+// unary call as it was set, on every protocol: the Handler writes it as
+// several header values and as trailers, and Dial's Client reads them back
+// into the same keys. A stream's trailers, which hold all that its handler
+// set once it was ready, are read as plain keys.
+func TestClientReplyMetadataForms(t *testing.T) {
+	set := dispatch.Metadata{"h": "1", "h#1": "2", "h#2": "3", "t#t": "4", "t#t1": "5", "b-bin": "\x00\xff", "b-bin#t": "\x01"}
+	srv := dispatch.NewServer()
+	require.NoError(t, dispatch.Handle(srv, "Forms.Unary", func(ctx context.Context, args *Pair, reply *int) error {
+		return dispatch.SetReplyMetadata(ctx, set)
+	}))
+	require.NoError(t, dispatch.HandleStream(srv, "Forms.Stream", func(ctx context.Context, s *dispatch.ServerStream[Pair, int]) error {
+		if err := dispatch.SetReplyMetadata(ctx, dispatch.Metadata{"early": "e", "early#1": "f"}); err != nil {
+			return err
+		}
+		if err := s.Send(new(int)); err != nil {
+			return err
+		}
+		return dispatch.SetReplyMetadata(ctx, dispatch.Metadata{"late": "l", "late#1": "m"})
+	}))
+	ts := serve(t, srv)
+	for _, p := range clientProtocols {
+		t.Run(p.name, func(t *testing.T) {
+			c := dialHTTP(t, ts.URL, p.opts...)
+			var md dispatch.Metadata
+			ctx := dispatch.CaptureReplyMetadata(context.Background(), &md)
+			var r int
+			require.NoError(t, c.Call(ctx, "Forms.Unary", &Pair{}, &r))
+			assert.Equal(t, set, md)
+
+			md = nil
+			for _, err := range dispatch.CallStream[Pair, int](ctx, c, "Forms.Stream", &Pair{}) {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, dispatch.Metadata{"early": "e", "early#1": "f", "late": "l", "late#1": "m"}, md)
+		})
+	}
+}
