@@ -3,8 +3,8 @@
 // service on a dispatch.Server unchanged — pb.RegisterFooServer(reg, impl)
 // — and a ClientConn (a grpc.ClientConnInterface) lets a generated client
 // — pb.NewFooClient(cc) — call it through a dispatch.Client, over any path:
-// the in-process shortcut (copy or direct), memory, tcp, mux, and HTTP
-// (a Client of httpzerodial.Dial).
+// the in-process shortcut (copy or direct), memory, tcp (over TCP or a
+// unix socket), mux, shm, and HTTP (a Client of httpzerodial.Dial).
 //
 // Over HTTP too: httpzerodial's Handler serves the same Server's methods,
 // in Protobuf (their bodies are raw, httpzerodial.RawBodies), at gRPC's own

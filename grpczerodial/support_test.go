@@ -3,6 +3,9 @@ package grpczerodial_test
 import (
 	"context"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/zerodial/transport/httpzerodial"
 	"github.com/zerodial/transport/memory"
 	"github.com/zerodial/transport/mux"
+	"github.com/zerodial/transport/shm"
 	"github.com/zerodial/transport/tcp"
 )
 
@@ -44,9 +48,21 @@ var paths = []path{
 	{"mux", func() transport.Transport { return mux.New() }, "127.0.0.1:0", nil, nil},
 	{"shortcut-copy", func() transport.Transport { return memory.New() }, "", &copyMode, nil},
 	{"shortcut-direct", func() transport.Transport { return memory.New() }, "", &directMode, nil},
+	{"tcp-unix", func() transport.Transport { return tcp.New() }, unixAddr, nil, nil},
 	{name: "http-connect", http: []httpzerodial.ClientOption{}},
 	{name: "http-grpc", http: []httpzerodial.ClientOption{httpzerodial.WithGRPC()}},
 	{name: "http-grpcweb", http: []httpzerodial.ClientOption{httpzerodial.WithGRPCWeb()}},
+}
+
+// unixAddr is a unix socket's address whose "*" makes each Listen take a
+// file of its own (docs/unix.md).
+var unixAddr = "unix:" + filepath.Join(os.TempDir(), "zd-grpc-*.sock")
+
+// shm's path joins the others where shared memory is served (Linux).
+func init() {
+	if runtime.GOOS == "linux" {
+		paths = append(paths, path{"shm", func() transport.Transport { return shm.New() }, unixAddr, nil, nil})
+	}
 }
 
 // pathNamed is the path of that name.
@@ -79,6 +95,8 @@ func (p path) want() dispatch.Path {
 		return dispatch.PathShortcutCopy
 	case "shortcut-direct":
 		return dispatch.PathShortcutDirect
+	case "tcp-unix":
+		return dispatch.Path("tcp") // the transport's name, over a unix socket too
 	}
 	if p.http != nil {
 		return dispatch.PathHTTP
