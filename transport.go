@@ -104,8 +104,11 @@ type AsyncSender interface {
 // limit (the Socket goes on), and waits when a bounded amount is queued
 // already. Flush returns the error of the write that held the caller's
 // message; any failed write closes the Socket, and Recv then reports it.
-// When ctx ends while Flush writes, the write is interrupted, the Socket
-// closed, and Flush returns an error matching ErrTimeout.
+// When ctx ends while Flush writes, a write that the peer does not take
+// soon after (a peer that stopped reading) is interrupted, the Socket
+// closed, and Flush returns an error matching ErrTimeout; a peer that
+// reads is given the time to take it, so that a context ending does not
+// close the Socket under its other senders.
 type BatchSender interface {
 	Queue(m *Message) (flush bool, err error)
 	Flush(ctx context.Context) error

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/codec"
+	"github.com/zerodial/transport/internal/frame"
 	"github.com/zerodial/transport/internal/rpcwire"
 	"github.com/zerodial/transport/internal/signal"
 	"github.com/zerodial/transport/internal/sweep"
@@ -32,10 +33,13 @@ type clientConn struct {
 	req     transport.Message
 	buf     []byte
 	// wdMu orders a context's interruption of a Send against the Send's end,
-	// so a stale past write deadline never outlives its Send.
+	// so a stale past write deadline never outlives its Send. sendGen
+	// numbers the Sends, so that an interruption whose function ran late
+	// (its context ended as its Send did) never reaches the next caller's.
 	wdMu        sync.Mutex
 	interrupted bool
 	inSend      bool
+	sendGen     uint64
 
 	mu      sync.Mutex
 	next    uint64   // the next sequence number never used
@@ -186,7 +190,7 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 	cc.mu.Unlock()
 
 	if err := cc.send(ctx, seq, name, args, others); err != nil {
-		if cc.remove(seq, true) {
+		if cc.remove(seq, p, true) {
 			if err == errShuttingDown && p.capture != nil {
 				p.capture.deliver(nil) // as the server's refusal would
 			}
@@ -210,7 +214,7 @@ func (cc *clientConn) call(ctx context.Context, name string, args, reply any) er
 		select {
 		case <-p.done:
 		case <-d:
-			if cc.remove(seq, false) {
+			if cc.remove(seq, p, false) {
 				// A passed deadline ends the handler's context on the
 				// server by itself (the Timeout header), with the same
 				// error the handler would see on the shortcut; only a
@@ -258,15 +262,21 @@ func (cc *clientConn) release(p *pending) {
 	cc.pendings.Put(p)
 }
 
-// remove takes seq's call out of the pending calls, reporting whether it was
-// there (if not, the read loop or fail already owns it). unsent says the
-// request never left, so seq may be reused at once; otherwise seq stays
-// reserved until its reply arrives.
-func (cc *clientConn) remove(seq uint64, unsent bool) bool {
+// remove takes the call p, of Seq seq, out of the pending calls, reporting
+// whether it was there (if not, the read loop or fail already owns it).
+// unsent says the request never left, so seq may be reused at once;
+// otherwise seq stays reserved until its reply arrives.
+//
+// It takes p, not whatever call holds seq: once the read loop has taken
+// p's reply, seq is free, and the next call may hold it already. Removing
+// by number alone marked that call abandoned, so that its reply was
+// dropped and its caller waited for ever, while p went back to the pool
+// with its reply's signal unread, for a later call to take as its own
+// (TestCancelInterruptsOnlyItsCaller: a nil reply decoded, a panic).
+func (cc *clientConn) remove(seq uint64, p *pending, unsent bool) bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	p, ok := cc.pending[seq]
-	if !ok || p == abandoned {
+	if cc.pending[seq] != p {
 		return false
 	}
 	if unsent {
@@ -385,20 +395,25 @@ func (cc *clientConn) unlockSend() { <-cc.sending }
 
 // sendInterruptible sends m, and makes the Send return if ctx ends while
 // it is blocked (a peer that stopped reading): the caller must not wait
-// longer than its context allows, on any path.
+// much longer than its context allows, on any path. A Send the peer takes
+// within frame.InterruptGrace of ctx's end completes, so that a context
+// ending does not close a connection whose peer is well under its other
+// callers (frame.InterruptGrace says why).
 func (cc *clientConn) sendInterruptible(ctx context.Context, m *transport.Message) error {
 	if ctx.Done() == nil {
 		return cc.sock.Send(m)
 	}
 	cc.wdMu.Lock()
 	cc.inSend, cc.interrupted = true, false
+	cc.sendGen++
+	gen := cc.sendGen
 	cc.wdMu.Unlock()
 	stop := context.AfterFunc(ctx, func() {
 		cc.wdMu.Lock()
 		defer cc.wdMu.Unlock()
-		if cc.inSend {
+		if cc.inSend && cc.sendGen == gen {
 			cc.interrupted = true
-			_ = cc.sock.SetWriteDeadline(longAgo)
+			_ = cc.sock.SetWriteDeadline(time.Now().Add(frame.InterruptGrace))
 		}
 	})
 	err := cc.sock.Send(m)

@@ -52,7 +52,10 @@ type readRole struct {
 	halted bool // the connection has failed: the watcher goes
 	// waiting says a caller reading is waiting for a message to begin,
 	// where its context may interrupt it; interrupted, that it did.
+	// waitGen numbers the callers' readings, so that an interruption whose
+	// function ran late never reaches the next caller's.
 	waiting, interrupted bool
+	waitGen              uint64
 	// lastUse is when the connection last went idle, its last caller
 	// done reading or its watcher parked (UnixNano; 0 before its first
 	// use, which leaveIdle takes for a long quiet).
@@ -221,7 +224,12 @@ func (cc *clientConn) resumeIfQuiet(now int64) bool {
 func (cc *clientConn) readOwn(ctx context.Context, p *pending) {
 	var stop func() bool
 	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, cc.interruptRead)
+		r := &cc.role
+		r.mu.Lock()
+		r.waitGen++
+		gen := r.waitGen
+		r.mu.Unlock()
+		stop = context.AfterFunc(ctx, func() { cc.interruptRead(gen) })
 	}
 	for len(p.done) == 0 && ctx.Err() == nil {
 		if !cc.waitMessage() || !cc.readOne(&cc.rmsg) {
@@ -261,11 +269,12 @@ func (cc *clientConn) waitMessage() bool {
 	return false
 }
 
-// interruptRead ends a caller's wait for a message when its context ends.
-func (cc *clientConn) interruptRead() {
+// interruptRead ends a caller's wait for a message when its context ends:
+// the wait of the reading gen, not a later one's.
+func (cc *clientConn) interruptRead(gen uint64) {
 	r := &cc.role
 	r.mu.Lock()
-	if r.waiting {
+	if r.waiting && r.waitGen == gen {
 		r.interrupted = true
 		_ = cc.sock.SetReadDeadline(longAgo)
 	}

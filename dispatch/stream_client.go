@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -138,8 +139,21 @@ func (cc *clientConn) writeOpen(ctx context.Context, m *transport.Message) error
 // queued (transport.AsyncSender). It needs no send lock: the socket keeps
 // the order of its sends, and queuing never waits for the peer. A failure
 // of the socket fails the connection.
-func (cc *clientConn) post(m *transport.Message) error {
+//
+// But for one refusal that is not the socket's: the past write deadline
+// by which another caller's context interrupts its Send under the send
+// lock (sendInterruptible) refuses every frame meanwhile. That Send clears
+// it before it lets the lock go, so the message is queued again under the
+// lock; ctx, the stream's, bounds the wait for it.
+func (cc *clientConn) post(ctx context.Context, m *transport.Message) error {
 	err := cc.async.SendAsync(m)
+	if errors.Is(err, transport.ErrTimeout) {
+		if lerr := cc.lockSend(ctx); lerr != nil {
+			return lerr
+		}
+		err = cc.async.SendAsync(m)
+		cc.unlockSend()
+	}
 	if err == nil || isFrameTooLarge(err) {
 		return err
 	}
@@ -248,7 +262,7 @@ func (s *clientStream) send(m any) error {
 	s.sendMsg.Header[rpcwire.Stream] = rpcwire.StreamMsg
 	s.sendMsg.Body = body
 	if s.cc.async != nil {
-		err = s.cc.post(&s.sendMsg)
+		err = s.cc.post(s.ctx, &s.sendMsg)
 	} else {
 		err = s.cc.writeFrame(s.ctx, &s.sendMsg)
 	}

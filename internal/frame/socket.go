@@ -258,9 +258,11 @@ func (s *Socket) Unwritten() int64 { return s.q.unwritten.Load() }
 // (transport.BatchSender). Only the caller Queue made the writer calls
 // it. It returns the error of the first batch, which holds that caller's
 // frame; a failed write closes the socket. When ctx ends while Flush is
-// writing, the write is interrupted (a write deadline in the past): the
-// socket is closed, since the batch may hold other senders' frames, and
-// Flush returns an error matching transport.ErrTimeout.
+// writing, the write is given InterruptGrace more (a write deadline that
+// far ahead): a write the peer takes by then ends as any write does; one
+// it does not is interrupted, the socket closed, since the batch may hold
+// other senders' frames, and Flush returns an error matching
+// transport.ErrTimeout.
 func (s *Socket) Flush(ctx context.Context) error {
 	q := &s.q
 	if ctx.Done() == nil {
@@ -274,7 +276,7 @@ func (s *Socket) Flush(ctx context.Context) error {
 		defer q.mu.Unlock()
 		if q.busy && q.writer == me {
 			q.interrupted = true
-			_ = s.conn.SetWriteDeadline(longAgo)
+			_ = s.conn.SetWriteDeadline(interruptDeadline())
 		}
 	})
 	err := q.drainThen(s.writeQueued, func() {
@@ -318,9 +320,6 @@ func (s *Socket) WaitWritten(ctx context.Context) error {
 	}
 	return nil
 }
-
-// longAgo is a deadline in the past, to interrupt a blocked write.
-var longAgo = time.Unix(1, 0)
 
 // writeQueued writes a batch of queued frames. Whatever its error, the
 // socket is closed: the batch may hold frames that SendAsync accepted, and
