@@ -11,11 +11,12 @@ import (
 // openStream opens a stream on one of the replicas. A stream is tried on
 // another replica only when it could not be opened at all (its replica
 // could not be reached); once open, what becomes of it is its replica's.
-func (s *replicaSet) openStream(ctx context.Context, name string, in, out reflect.Type, ready bool) (callerEnd, error) {
+func (s *replicaSet) openStream(ctx context.Context, name string, in, out reflect.Type, ready bool, info *CallInfo) (callerEnd, error) {
 	var opened callerEnd
 	err := s.try(ctx, false, func(r *replica) error {
 		r.begin()
-		end, err := r.c.openStream(ctx, name, in, out, ready)
+		info.RemoteAddr = r.c.remote
+		end, err := r.c.openStream(ctx, name, in, out, ready, info)
 		if f, ok := end.(failedEnd); ok && f.err == errShuttingDown {
 			err = f.err // refused before any handler ran: go elsewhere
 		}

@@ -272,6 +272,7 @@ func (s *ServerStream[In, Out]) Ready() { s.end.ready() }
 type Stream[In, Out any] struct {
 	end  callerEnd
 	name string
+	info CallInfo // where it went (CallInfo)
 	msg  Out
 }
 
@@ -295,32 +296,46 @@ func OpenStream[In, Out any](ctx context.Context, c *Client, name string) (*Stre
 // the handler is ready (Established), which on the network the open frame
 // asks for (WIRE.md, Streams). CallStream does not wait.
 func openStream[In, Out any](ctx context.Context, c *Client, name string, ready bool) (*Stream[In, Out], error) {
-	end, err := c.openInterceptedStream(ctx, name, reflect.TypeFor[In](), reflect.TypeFor[Out](), ready)
+	s := &Stream[In, Out]{name: name}
+	end, err := c.openInterceptedStream(ctx, name, reflect.TypeFor[In](), reflect.TypeFor[Out](), ready, &s.info)
 	if err != nil {
 		return nil, err
 	}
-	return &Stream[In, Out]{end: end, name: name}, nil
+	s.end = end
+	return s, nil
 }
 
+// CallInfo says where the stream went, as CallWithInfo says of a call:
+// its Method, the Path it took, and the RemoteAddr of the Server it went
+// to (the address dialled; for a Client of replicas, the replica's). A
+// protocol layered on a Client reports it to its own callers so
+// (grpczerodial fills a stream's grpc.Peer from it).
+func (s *Stream[In, Out]) CallInfo() CallInfo { return s.info }
+
 // openInterceptedStream is openStream inside the Client's stream
-// interceptors.
-func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out reflect.Type, ready bool) (callerEnd, error) {
+// interceptors; *info is set to the stream's CallInfo once it is open.
+func (c *Client) openInterceptedStream(ctx context.Context, name string, in, out reflect.Type, ready bool, info *CallInfo) (callerEnd, error) {
+	*info = CallInfo{Method: name, Path: c.expectedPath(name, in, out), RemoteAddr: c.remote}
 	ics := c.opts.streamInterceptors
 	if len(ics) == 0 {
-		return c.openStream(ctx, name, in, out, ready)
+		return c.openStream(ctx, name, in, out, ready, info)
 	}
 	if ctx == nil {
 		panic("dispatch: nil Context")
 	}
 	// The interceptors learn the method, the path the Client means to take
-	// and the address, as a call's do.
-	ctx = context.WithValue(ctx, callInfoKey{}, &CallInfo{Method: name, Path: c.expectedPath(name, in, out), RemoteAddr: c.remote})
+	// and the address, as a call's do, and see them corrected once the
+	// stream is open.
+	ci := new(CallInfo)
+	*ci = *info
+	ctx = context.WithValue(ctx, callInfoKey{}, ci)
 	ctx, count := withStreamMessages(ctx)
 	sctx, done, err := beginStream(ctx, ics, name)
 	if err != nil {
 		return nil, err
 	}
-	end, err := c.openStream(sctx, name, in, out, ready)
+	end, err := c.openStream(sctx, name, in, out, ready, ci)
+	*info = *ci
 	if err != nil {
 		done(err)
 		return nil, err
@@ -457,19 +472,22 @@ func CallStream[In, Out any](ctx context.Context, c *Client, name string, args *
 
 // openStream opens the caller's end of a stream of name, whose messages are
 // of types in and out, on the path a call would take; ready as the
-// function openStream's.
-func (c *Client) openStream(ctx context.Context, name string, in, out reflect.Type, ready bool) (callerEnd, error) {
+// function openStream's. info is told the path taken, and for a Client of
+// replicas the replica's address.
+func (c *Client) openStream(ctx context.Context, name string, in, out reflect.Type, ready bool, info *CallInfo) (callerEnd, error) {
 	if ctx == nil {
 		panic("dispatch: nil Context")
 	}
 	if c.set != nil {
-		return c.set.openStream(ctx, name, in, out, ready)
+		return c.set.openStream(ctx, name, in, out, ready, info)
 	}
 	if c.opts.shortcut != ShortcutOff {
 		if e := shortcuts.lookupCached(c.key, c.wire, &c.found); e != nil {
 			if end, handled, err := c.shortcutStream(ctx, e, name, in, out, ready); handled {
+				path := c.expectedPath(name, in, out)
+				info.Path = path
 				if err != nil {
-					return nil, callError(ctx, name, c.expectedPath(name, in, out), err)
+					return nil, callError(ctx, name, path, err)
 				}
 				return end, nil
 			}
@@ -477,6 +495,7 @@ func (c *Client) openStream(ctx context.Context, name string, in, out reflect.Ty
 			return failedStream(ctx, errShuttingDown), nil // as the draining Server's end would
 		}
 	}
+	info.Path = c.netPath
 	conn, err := c.netConn(ctx)
 	if err == nil {
 		var end callerEnd

@@ -8,13 +8,14 @@ import (
 	"github.com/zerodial/transport/dispatch"
 )
 
-// A unary call given grpc.Peer learns where it went, as grpc-go's does: the
-// Peer's Addr is the address of the Server the call went to — the one the
-// Client dialled, or for a Client of replicas the replica's — whose
-// Network is the transport's ("tcp", "mux", "memory"), also when the call
-// took the shortcut to a Server of this process. A dispatch.Client does
-// not report its connection's TLS state, so AuthInfo is nil, and
-// LocalAddr too. A stream's Peer is left as it was.
+// A call or stream given grpc.Peer learns where it went, as grpc-go's
+// does: the Peer's Addr is the address of the Server it went to — the one
+// the Client dialled, or for a Client of replicas the replica's — whose
+// Network is the transport's ("tcp", "mux", "memory"), also when it took
+// the shortcut to a Server of this process. A unary call's Peer is filled
+// when it returns, a stream's once it is open (dispatch.Stream.CallInfo). A
+// dispatch.Client does not report its connection's TLS state, so AuthInfo
+// is nil, and LocalAddr too.
 
 // call makes the call, through c.CallWithInfo when the call asked for its
 // Peer, and fills the Peers.
@@ -24,8 +25,13 @@ func (co *callOpts) call(ctx context.Context, c *dispatch.Client, name string, r
 	}
 	var info dispatch.CallInfo
 	err := c.CallWithInfo(ctx, name, req, out, &info)
+	co.fillPeer(info)
+	return err
+}
+
+// fillPeer fills the call's Peers with where it went.
+func (co *callOpts) fillPeer(info dispatch.CallInfo) {
 	for _, p := range co.peer {
 		*p = peer.Peer{Addr: info.RemoteAddr}
 	}
-	return err
 }

@@ -2,6 +2,7 @@ package grpczerodial_test
 
 import (
 	"context"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,10 +12,10 @@ import (
 	"google.golang.org/grpc/peer"
 )
 
-// grpc.Peer, given to a unary call, is filled with the address of the
-// Server the call went to, on every path (the shortcut's is the address
-// the Client dialled), with a reply and with an error. It was left as it
-// was.
+// grpc.Peer, given to a unary call or a stream, is filled with the address
+// of the Server the call went to, on every path (the shortcut's is the
+// address the Client dialled), with a reply and with an error. It was left
+// as it was, and a stream's was until dispatch.Stream.CallInfo.
 func TestCallPeer(t *testing.T) {
 	forEachPath(t, setup{}, func(t *testing.T, p path, e *env) {
 		tc := testpb.NewTestServiceClient(e.cc)
@@ -29,5 +30,15 @@ func TestCallPeer(t *testing.T) {
 		require.Error(t, err)
 		require.NotNil(t, failed.Addr)
 		assert.Equal(t, e.addr, failed.Addr.String())
+
+		var streamed peer.Peer
+		s, err := tc.StreamingOutputCall(context.Background(), &testpb.StreamingOutputCallRequest{ResponseParameters: []*testpb.ResponseParameters{{Size: 1}}}, grpc.Peer(&streamed))
+		require.NoError(t, err)
+		for err == nil {
+			_, err = s.Recv()
+		}
+		require.ErrorIs(t, err, io.EOF)
+		require.NotNil(t, streamed.Addr)
+		assert.Equal(t, e.addr, streamed.Addr.String())
 	})
 }

@@ -65,6 +65,7 @@ func (cc *ClientConn) newStream(ctx context.Context, desc *grpc.StreamDesc, meth
 		return nil, err
 	}
 	cs.s = s
+	co.fillPeer(s.CallInfo())
 	cs.next, cs.stop = iter.Pull2(s.Recv())
 	// When ctx ends, the stream does (dispatch ends it), and so does the
 	// reading of it, even if RecvMsg is never called again.

@@ -48,8 +48,8 @@
 //     every path, and the handler's context ends with it.
 //   - peer.FromContext in a handler gives the caller's address (dispatch's
 //     CallInfo.RemoteAddr: dispatch.ShortcutAddr on the shortcut) and, over
-//     TLS, a credentials.TLSInfo; a caller's grpc.Peer, of a unary call,
-//     the address of the Server the call went to.
+//     TLS, a credentials.TLSInfo; a caller's grpc.Peer, of a call or a
+//     stream, the address of the Server it went to.
 //   - gRPC's interceptors: unary and stream, server (WithUnaryInterceptors,
 //     WithStreamInterceptors) and client (WithUnaryClientInterceptors,
 //     WithStreamClientInterceptors), run on every path, inside dispatch's.
