@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zerodial/transport"
+	"github.com/zerodial/transport/internal/frame"
 	"github.com/zerodial/transport/internal/signal"
 )
 
@@ -212,10 +213,12 @@ var errInterrupted = errors.New("interrupted when its caller's context ended")
 
 // write writes the request, with the send lock held. The codec holds args
 // until it returns, so a caller cannot leave before. If ctx ends while the
-// codec writes (to a server that stopped reading), a write deadline in the
-// past makes the write return, when the Client knows the connection's
-// (deadline); a write that had finished is not disturbed, and one that was
-// cut short fails, which ends the connection.
+// codec writes (to a server that stopped reading), a write deadline
+// frame.InterruptGrace ahead makes the write return, when the Client knows
+// the connection's (deadline); a write that finishes by then is not
+// disturbed — a server that reads takes it, and the connection lives on
+// under the other callers — and one that was cut short fails, which ends
+// the connection.
 func (cc *codecClientConn) write(ctx context.Context, req *rpc.Request, args any) error {
 	if ctx.Done() == nil || cc.deadline == nil {
 		return cc.codec.WriteRequest(req, args)
@@ -230,7 +233,7 @@ func (cc *codecClientConn) write(ctx context.Context, req *rpc.Request, args any
 		defer cc.wmu.Unlock()
 		if cc.writing && cc.gen == gen { // not a later write's
 			cc.interrupted = true
-			_ = cc.deadline.SetWriteDeadline(longAgo)
+			_ = cc.deadline.SetWriteDeadline(time.Now().Add(frame.InterruptGrace))
 		}
 	})
 	err := cc.codec.WriteRequest(req, args)
