@@ -1,8 +1,10 @@
 package dispatch_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -86,6 +88,9 @@ func TestCancelInterruptsOnlyItsCaller(t *testing.T) {
 						if rng.IntN(2) == 0 {
 							var r []byte
 							err = c.Call(ctx, "Echo.Call", &body, &r)
+							if err == nil && !bytes.Equal(r, body) {
+								err = fmt.Errorf("a reply of %d bytes to a call of %d: another call's", len(r), len(body))
+							}
 						} else {
 							err = stream(ctx, c, &body)
 						}
@@ -121,9 +126,12 @@ func stream(ctx context.Context, c *dispatch.Client, body *[]byte) error {
 	if err := s.CloseSend(); err != nil {
 		return err
 	}
-	for _, err := range s.Recv() {
+	for m, err := range s.Recv() {
 		if err != nil {
 			return err
+		}
+		if !bytes.Equal(*m, *body) {
+			return fmt.Errorf("a message of %d bytes on a stream of %d: another stream's", len(*m), len(*body))
 		}
 	}
 	return nil

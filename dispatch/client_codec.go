@@ -46,8 +46,9 @@ import (
 //     WriteRequest returns, so a call cannot return before. When the
 //     caller's context ends while the request is being written (to a
 //     server that stopped reading), DialCodec's Client sets a write
-//     deadline in the past on the connection it dialled: the write
-//     returns, the call returns the context's *Error, and if the request
+//     deadline on the connection it dialled, frame.InterruptGrace (100 ms)
+//     ahead, so that a write the server is taking completes: a write that
+//     does not returns then, the call returns the context's *Error, and if the request
 //     was cut short the connection ends (the calls in flight on it fail
 //     with ErrShutdown; the next call dials again). NewCodecClient's
 //     Client has no connection to do this with, unless codec has a

@@ -33,7 +33,7 @@ type clientConn struct {
 	req     transport.Message
 	buf     []byte
 	// wdMu orders a context's interruption of a Send against the Send's end,
-	// so a stale past write deadline never outlives its Send. sendGen
+	// so a stale interruption deadline never outlives its Send. sendGen
 	// numbers the Sends, so that an interruption whose function ran late
 	// (its context ended as its Send did) never reaches the next caller's.
 	wdMu        sync.Mutex

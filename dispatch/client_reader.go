@@ -151,6 +151,7 @@ func (cc *clientConn) takeRead() bool {
 		return false
 	}
 	r.who = readByCaller
+	r.waitGen++ // every caller's reading, its context able to end or not
 	return true
 }
 
@@ -226,8 +227,7 @@ func (cc *clientConn) readOwn(ctx context.Context, p *pending) {
 	if ctx.Done() != nil {
 		r := &cc.role
 		r.mu.Lock()
-		r.waitGen++
-		gen := r.waitGen
+		gen := r.waitGen // takeRead's, for this reading
 		r.mu.Unlock()
 		stop = context.AfterFunc(ctx, func() { cc.interruptRead(gen) })
 	}

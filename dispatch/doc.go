@@ -36,7 +36,10 @@
 //   - Deadlines. The caller's deadline reaches the handler's context;
 //     cancelling the caller's context cancels the handler's. When the
 //     caller's context ends first, Call returns at once — whatever the
-//     handler is doing, on the shortcut too — with an *Error matching
+//     handler is doing, on the shortcut too; only a request still being
+//     written to a peer that stopped reading holds it up to 100 ms more,
+//     so that a write a peer is taking is never cut under the
+//     connection's other calls (docs/reliability.md) — with an *Error matching
 //     context.DeadlineExceeded or context.Canceled whose text names the
 //     call ("Arith.Multiply over mux: context deadline exceeded"), and
 //     nothing the caller owns is touched afterwards.

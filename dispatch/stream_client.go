@@ -140,9 +140,9 @@ func (cc *clientConn) writeOpen(ctx context.Context, m *transport.Message) error
 // the order of its sends, and queuing never waits for the peer. A failure
 // of the socket fails the connection.
 //
-// But for one refusal that is not the socket's: the past write deadline
+// But for one refusal that is not the socket's: the write deadline
 // by which another caller's context interrupts its Send under the send
-// lock (sendInterruptible) refuses every frame meanwhile. That Send clears
+// lock (sendInterruptible) refuses every frame once it has passed. That Send clears
 // it before it lets the lock go, so the message is queued again under the
 // lock; ctx, the stream's, bounds the wait for it.
 func (cc *clientConn) post(ctx context.Context, m *transport.Message) error {

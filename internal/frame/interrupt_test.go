@@ -70,3 +70,55 @@ func TestFlushInterruptGrace(t *testing.T) {
 		})
 	}
 }
+
+// A Flush whose context ends writes on only the batch under way: once it
+// is out, what other senders queued meanwhile goes on a goroutine of the
+// socket's, under no deadline of the caller's, and Flush returns. Before,
+// the caller went on draining them under its InterruptGrace deadline, and
+// a peer that read steadily but not faster than a stream queued had the
+// write cut at 100 ms and the socket closed under every sender.
+func TestFlushHandsOnOthersFrames(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := net.Pipe()
+		sa := NewSocket(a, 1<<20)
+		defer sa.Close()
+		// The peer reads steadily: 8 KiB every 5 ms.
+		readerDone := make(chan struct{})
+		defer func() { b.Close(); <-readerDone }()
+		go func() {
+			defer close(readerDone)
+			buf := make([]byte, 8<<10)
+			for {
+				time.Sleep(5 * time.Millisecond)
+				if _, err := io.ReadFull(b, buf); err != nil {
+					return
+				}
+			}
+		}()
+		flush, err := sa.Queue(&transport.Message{Body: make([]byte, 8<<10)})
+		require.NoError(t, err)
+		require.True(t, flush)
+		ctx, cancel := context.WithCancel(context.Background())
+		start := time.Now()
+		flushed := make(chan error, 1)
+		go func() { flushed <- sa.Flush(ctx) }()
+		// Another sender, a stream, queues 8 KiB every 4 ms for 300 ms.
+		other := make(chan error, 1)
+		go func() {
+			for time.Since(start) < 300*time.Millisecond {
+				if err := sa.SendAsync(&transport.Message{Body: make([]byte, 8<<10)}); err != nil {
+					other <- err
+					return
+				}
+				time.Sleep(4 * time.Millisecond)
+			}
+			other <- nil
+		}()
+		time.Sleep(time.Millisecond)
+		cancel()
+		require.NoError(t, <-flushed, "the caller's batch went out")
+		assert.Less(t, time.Since(start), InterruptGrace, "Flush returned once its batch was out")
+		assert.NoError(t, <-other, "the other sender's frames were written on")
+		require.NoError(t, sa.WaitWritten(context.Background()))
+	})
+}

@@ -1,8 +1,10 @@
 package frame
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // maxKeptQueue bounds the queue buffer a socket keeps between bursts.
@@ -41,10 +43,14 @@ type sendQueue struct {
 	// writer counts the claims, so that a Flush's interruption touches
 	// only its own writing.
 	writer uint64
-	// interrupted is set when a Flush's context set a past write
-	// deadline; the deadline is cleared before the queue has another
-	// writer.
+	// interrupted is set when a Flush's context set a write deadline
+	// (interruptAt, InterruptGrace ahead); it is cleared before the
+	// queue has another writer.
 	interrupted bool
+	interruptAt time.Time
+	// handOn writes what is queued on a goroutine of its own, as the
+	// writer (drainHandingOn); made once, by the Socket.
+	handOn func()
 	// unwritten counts the bytes of the frames taken and not yet written
 	// or dropped: those in buf and the batch being written (Unwritten).
 	// Changed under mu; atomic, so that reading it takes no lock.
@@ -97,6 +103,14 @@ func (q *sendQueue) drain(write func([]byte) error) error {
 }
 
 func (q *sendQueue) drainThen(write func([]byte) error, clear func()) (first error) {
+	return q.drainHandingOn(write, clear, nil)
+}
+
+// drainHandingOn is drainThen that, once ctx has ended, after a batch is
+// written and more waits, clears and hands the rest to a goroutine that
+// writes it (q.handOn, which stays the writer), and returns. ctx may be
+// nil: never.
+func (q *sendQueue) drainHandingOn(write func([]byte) error, clear func(), ctx context.Context) (first error) {
 	q.mu.Lock()
 	first = q.err
 	wrote := false
@@ -122,6 +136,15 @@ func (q *sendQueue) drainThen(write func([]byte) error, clear func()) (first err
 			first, wrote = err, true
 		}
 		q.cond.Broadcast()
+		if err == nil && len(q.buf) > 0 && ctx != nil && ctx.Err() != nil {
+			if clear != nil {
+				clear()
+			}
+			q.writer++ // an interruption of this caller's touches it no more
+			q.mu.Unlock()
+			go q.handOn()
+			return first
+		}
 	}
 	if clear != nil {
 		clear()

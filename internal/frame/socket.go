@@ -83,6 +83,7 @@ func NewSocket(c net.Conn, max int) *Socket {
 		rawTCP: raw,
 	}
 	s.q.init()
+	s.q.handOn = func() { s.q.drain(s.writeQueued) }
 	return s
 }
 
@@ -276,19 +277,42 @@ func (s *Socket) Flush(ctx context.Context) error {
 		defer q.mu.Unlock()
 		if q.busy && q.writer == me {
 			q.interrupted = true
-			_ = s.conn.SetWriteDeadline(interruptDeadline())
+			q.interruptAt = interruptDeadline()
+			_ = s.conn.SetWriteDeadline(earliest(s.userWriteDeadline(), q.interruptAt))
 		}
 	})
-	err := q.drainThen(s.writeQueued, func() {
-		// An interruption that came after the last write must not outlive
-		// this writer: the next one would fail at once.
-		if q.interrupted {
-			q.interrupted = false
-			_ = s.conn.SetWriteDeadline(time.Time{})
-		}
-	})
+	// Once a batch is written and ctx has ended, what others queued
+	// meanwhile is theirs: a goroutine writes it on, with no deadline of
+	// this caller's, and the caller returns (TestFlushHandsOnOthersFrames).
+	err := q.drainHandingOn(s.writeQueued, s.clearInterrupt, ctx)
 	stop()
 	return err
+}
+
+// clearInterrupt ends a Flush's interruption, with q.mu held: the
+// connection's write deadline is the user's again. An interruption that
+// came after the last write must not outlive its writer: the next one
+// would fail.
+func (s *Socket) clearInterrupt() {
+	q := &s.q
+	if q.interrupted {
+		q.interrupted = false
+		q.interruptAt = time.Time{}
+		_ = s.conn.SetWriteDeadline(s.userWriteDeadline())
+	}
+}
+
+// userWriteDeadline is the write deadline last set with SetWriteDeadline
+// or SetDeadline (wdl).
+func (s *Socket) userWriteDeadline() time.Time {
+	switch dl := s.wdl.Load(); dl {
+	case 0, math.MaxInt64:
+		return time.Time{}
+	case math.MinInt64:
+		return time.Unix(1, 0)
+	default:
+		return time.Unix(0, dl)
+	}
 }
 
 // WaitWritten waits until the frames the socket has taken — sent,
@@ -555,14 +579,10 @@ func (s *Socket) RemoteAddr() net.Addr { return s.conn.RemoteAddr() }
 
 // SetDeadline sets the connection's read and write deadlines.
 func (s *Socket) SetDeadline(t time.Time) error {
-	s.setWDL(t)
-	if s.frame == nil {
-		return s.conn.SetDeadline(t)
-	}
-	if err := s.conn.SetWriteDeadline(t); err != nil {
+	if err := s.SetWriteDeadline(t); err != nil {
 		return err
 	}
-	return s.frame.setUser(t)
+	return s.SetReadDeadline(t)
 }
 
 // SetReadDeadline sets the connection's read deadline.
@@ -573,10 +593,14 @@ func (s *Socket) SetReadDeadline(t time.Time) error {
 	return s.frame.setUser(t)
 }
 
-// SetWriteDeadline sets the connection's write deadline.
+// SetWriteDeadline sets the connection's write deadline. A Flush's
+// interruption under way keeps its own, when earlier: one owner's deadline
+// never clears another's.
 func (s *Socket) SetWriteDeadline(t time.Time) error {
 	s.setWDL(t)
-	return s.conn.SetWriteDeadline(t)
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	return s.conn.SetWriteDeadline(earliest(t, s.q.interruptAt))
 }
 
 // setWDL records the write deadline t (wdl).
