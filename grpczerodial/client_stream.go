@@ -51,7 +51,7 @@ func (cc *ClientConn) newStream(ctx context.Context, desc *grpc.StreamDesc, meth
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	cs := &clientStream{ctx: ctx, cancel: cancel, method: method, what: "a message of " + method, co: co, ended: make(chan struct{}), oneReply: desc != nil && !desc.ServerStreams}
+	cs := &clientStream{ctx: ctx, cancel: cancel, method: method, what: "a message of " + method, co: co, ended: make(chan struct{}), oneReply: desc != nil && !desc.ServerStreams, oneRequest: desc != nil && !desc.ClientStreams}
 	sctx := outgoing(ctx)
 	if co.codec == nil {
 		sctx = dispatch.WithMetadata(sctx, framed)
@@ -97,8 +97,11 @@ type clientStream struct {
 	// oneReply: a client stream, whose handler sends one message; RecvMsg
 	// reads on to the end after it, as grpc-go's does.
 	oneReply bool
-	s        *dispatch.Stream[codec.Raw, codec.Raw]
-	rmd      dispatch.Metadata // the end's metadata (CaptureReplyMetadata)
+	// oneRequest: a stream whose caller sends one message (a server
+	// stream): SendMsg of it never says the stream ended (SendMsg).
+	oneRequest bool
+	s          *dispatch.Stream[codec.Raw, codec.Raw]
+	rmd        dispatch.Metadata // the end's metadata (CaptureReplyMetadata)
 
 	sendMu sync.Mutex
 	buf    []byte
@@ -280,7 +283,16 @@ func (cs *clientStream) SendMsg(m any) error {
 	cs.buf = b
 	raw := codec.Raw(b)
 	if err := cs.s.Send(&raw); err != nil {
-		return sendError(err)
+		err = sendError(err)
+		if err == io.EOF && cs.oneRequest {
+			// The handler answered and ended before the message's write
+			// returned (HTTP's streams may): generated code takes
+			// SendMsg's error for the open's and never reads the stream,
+			// so, as grpc-go does for a stream that is not the client's,
+			// nil, and RecvMsg says how it ended.
+			return nil
+		}
+		return err
 	}
 	return nil
 }

@@ -19,7 +19,8 @@
 // path, but for what HTTP itself merges: a failed call's header and
 // trailer cross as one set (connect-go merges an error's headers and
 // trailers, and a gRPC response with no message is trailers-only), which
-// the ClientConn gives as its header; and a stream's Send of a message
+// the ClientConn gives as its header (a key in both has the trailer's
+// value); and a stream's Send of a message
 // over the Handler's read limit ends the stream, whose end says
 // ResourceExhausted, where the other paths refuse the message alone.
 //

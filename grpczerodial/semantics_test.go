@@ -351,3 +351,30 @@ func TestCloseSendAfterEnd(t *testing.T) {
 		assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
 	})
 }
+
+// A server stream whose handler answers and ends at once opens, on every
+// path: the generated client takes SendMsg's error for the open's, and
+// over HTTP the handler's end could come before the request's write
+// returned, which SendMsg said as io.EOF — the open failed (16 to 20 of
+// 300 here), and the stream, never read, held a goroutine.
+func TestServerStreamEndsBeforeItsRequest(t *testing.T) {
+	h := &hooked{output: func(req *testpb.StreamingOutputCallRequest, s grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
+		return s.Send(&testpb.StreamingOutputCallResponse{})
+	}}
+	forEachPath(t, setup{register: registering(h)}, func(t *testing.T, p path, e *env) {
+		tc := testpb.NewTestServiceClient(e.cc)
+		for range 100 {
+			s, err := tc.StreamingOutputCall(context.Background(), &testpb.StreamingOutputCallRequest{})
+			require.NoError(t, err)
+			n := 0
+			for {
+				if _, err = s.Recv(); err != nil {
+					break
+				}
+				n++
+			}
+			require.ErrorIs(t, err, io.EOF)
+			require.Equal(t, 1, n)
+		}
+	})
+}

@@ -9,6 +9,8 @@ import (
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/zerodial/transport"
@@ -122,10 +124,18 @@ func toStatusError(err error) error {
 	}
 	p := &spb.Status{Code: int32(code), Message: de.Message}
 	for _, d := range de.Details() {
-		if !strings.Contains(d.Type, "/") {
-			continue // a detail of dispatch's own (msgpack), no protobuf Any
+		url := d.Type
+		if !strings.Contains(url, "/") {
+			// A detail of dispatch's own (msgpack), no protobuf Any; or
+			// one that crossed HTTP, which gives the Any's type name
+			// alone (httpzerodial.Dial's Client): a Protobuf message
+			// this program knows is taken for what it is.
+			if _, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(url)); err != nil {
+				continue
+			}
+			url = "type.googleapis.com/" + url
 		}
-		p.Details = append(p.Details, &anypb.Any{TypeUrl: d.Type, Value: d.Value})
+		p.Details = append(p.Details, &anypb.Any{TypeUrl: url, Value: d.Value})
 	}
 	return &statusError{status.FromProto(p), err}
 }

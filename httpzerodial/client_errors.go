@@ -11,8 +11,6 @@ import (
 	"syscall"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/zerodial/transport"
 	"github.com/zerodial/transport/dispatch"
@@ -50,28 +48,12 @@ func fromConnect(err error) error {
 	if ds := ce.Details(); len(ds) > 0 {
 		out := make([]dispatch.ErrorDetail, len(ds))
 		for i, d := range ds {
-			out[i] = dispatch.ErrorDetail{Type: detailType(d.Type()), Value: d.Bytes()}
+			out[i] = dispatch.ErrorDetail{Type: d.Type(), Value: d.Bytes()}
 		}
 		e = e.WithDetails(out...)
 	}
 	return e
 }
-
-// detailType is the dispatch.ErrorDetail Type of a detail whose Any named
-// the type name: a Protobuf message's type URL, "type.googleapis.com/"
-// and the name, for a message this program knows (a gRPC status's
-// details, as grpczerodial carries them); otherwise the name, as the
-// Handler sends a detail of dispatch's own (DetailTypeURLPrefix).
-// connect-go gives the name alone: the Connect protocol carries no more.
-func detailType(name string) string {
-	if _, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(name)); err == nil {
-		return protoTypeURLPrefix + name
-	}
-	return name
-}
-
-// protoTypeURLPrefix begins the type URL of a Protobuf message's Any.
-const protoTypeURLPrefix = "type.googleapis.com/"
 
 // reachClient is the connect.HTTPClient of a Client's connect-go clients.
 // An error of its Do came with no response: it is marked as a failure to

@@ -43,10 +43,9 @@ func DispatchCode(c connect.Code) dispatch.Code {
 // read back with dispatch.ErrorDetail{Type: d.Type(), Value: d.Bytes()}.
 // The Connect protocol carries only what follows the last slash, so a
 // Connect client's Any has connect-go's default prefix instead. Dial's
-// Client reads a detail back so: as dispatch.ErrorDetail{Type: d.Type(),
-// Value: d.Bytes()}, but for a Protobuf message this program knows (a gRPC
-// status's details, which grpczerodial sends as their own Any), whose Type
-// is its type URL, "type.googleapis.com/" and the name.
+// Client reads every detail back so, a gRPC status's details too (their
+// type name alone, which grpczerodial's ClientConn takes for the Protobuf
+// message it names, when the program knows it).
 const DetailTypeURLPrefix = "zerodial/msgpack/"
 
 // connectError returns err, nil or a *dispatch.Error from the Server, as
